@@ -1,0 +1,44 @@
+import Logging
+
+/// How a ``DatabaseQueue`` or ``DatabasePool`` opens and uses its connections.
+///
+/// ```swift
+/// var configuration = Configuration()
+/// configuration.busyTimeout = .seconds(2)
+/// configuration.maximumReaderCount = 4
+/// configuration.logger = Logger(label: "app.db")
+/// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite", configuration: configuration)
+/// ```
+public struct Configuration: Sendable {
+    /// Opens every connection read-only; writes fail with ``ResultCode/readOnly``.
+    /// A missing file is an error, never created. Default `false`.
+    public var readOnly = false
+
+    /// How long a statement waits for another connection's lock before
+    /// failing with ``ResultCode/busy``. Default 5 seconds.
+    public var busyTimeout: Duration = .seconds(5)
+
+    /// Enforces foreign keys (`PRAGMA foreign_keys = ON`). Default `true`.
+    public var foreignKeysEnabled = true
+
+    /// The number of reader connections of a ``DatabasePool``. Default 4.
+    public var maximumReaderCount = 4
+
+    /// Interprets paths that start with `file:` as SQLite URIs. Default
+    /// `false`: every path is a plain file path, so `file:x?mode=rwc` names a
+    /// file in the folder `file:` and no URI parameter takes effect.
+    public var allowsURIFilenames = false
+
+    /// Where DBWatch logs (debug and trace levels only). Default: a logger
+    /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
+    public var logger = Logger(label: "dbwatch")
+
+    /// The default configuration: `Configuration()`.
+    public init() {}
+
+    var busyTimeoutMilliseconds: Int32 {
+        let (seconds, attoseconds) = busyTimeout.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: max(0, milliseconds))
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// A dedicated thread that owns one connection and runs the jobs of a
+/// ``JobQueue``. SQLite's blocking calls run here, never on Swift's
+/// cooperative pool.
+enum ConnectionThread {
+    /// Starts a thread serving `queue`. `open` runs on the new thread at the
+    /// first job (or receives a connection opened by the caller); an open
+    /// failure fails that job, and the next job retries.
+    static func start(
+        name: String, queue: JobQueue, connection: UnsafeTransfer<Database>? = nil,
+        open: @escaping @Sendable () throws -> Database
+    ) {
+        queue.workerWillStart()
+        let thread = Thread {
+            queue.workerDidStart()
+            var database = connection?.value
+            while let job = queue.pop() {
+                if database == nil || database!.isClosed {
+                    do {
+                        database = try open()
+                    } catch {
+                        job.fail(with: error)
+                        continue
+                    }
+                }
+                job.run(on: database!)
+            }
+            database?.close()
+            database = nil
+            queue.workerDidExit()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+}
+
+/// Moves a non-Sendable value to another thread that becomes its only user.
+struct UnsafeTransfer<Value>: @unchecked Sendable {  // the sender never touches the value again
+    let value: Value
+}

@@ -1,0 +1,102 @@
+/// A file database in WAL mode: one writer connection and several reader
+/// connections that read in parallel with the writer, each on a snapshot.
+///
+/// ```swift
+/// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite")
+/// try await pool.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('Arthur')") }
+/// async let a = pool.read { db in try db.fetchAll(Player.self, sql: "SELECT * FROM player") }
+/// async let b = pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+/// ```
+public final class DatabasePool: DatabaseWriter {
+    /// The database file path.
+    public let path: String
+    /// The configuration the pool was opened with.
+    public let configuration: Configuration
+    let writerJobs = JobQueue()
+    let readerJobs = JobQueue()
+
+    /// Opens a pool, turning on WAL mode and `synchronous = NORMAL`.
+    ///
+    /// - Parameters:
+    ///   - path: a file path (an in-memory database cannot be shared by
+    ///     several connections: use ``DatabaseQueue`` for that).
+    ///   - configuration: open options; `maximumReaderCount` readers are started.
+    /// - Throws: ``SQLiteError`` when the file cannot be opened, is not a
+    ///   database, or WAL mode cannot be enabled.
+    public init(path: String, configuration: Configuration = Configuration()) throws {
+        if path == ":memory:" || path.isEmpty {
+            throw SQLiteError.misuse("a DatabasePool needs a file; use DatabaseQueue for an in-memory database")
+        }
+        self.path = path
+        self.configuration = configuration
+        let writer = try Database(path: path, configuration: configuration)
+        if !configuration.readOnly {
+            let mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw SQLiteError(code: .error, message: "could not enable WAL mode (journal_mode is \(mode ?? "unknown"))")
+            }
+            try writer.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
+            throw SQLiteError.databaseClosed
+        }
+        for index in 0..<max(1, configuration.maximumReaderCount) {
+            ConnectionThread.start(name: "dbwatch.reader.\(index)", queue: readerJobs) {
+                try Database(path: path, configuration: configuration, readOnly: true)
+            }
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer and
+    /// returns its value; rolls back and rethrows if it throws. Readers keep
+    /// reading meanwhile.
+    ///
+    /// ```swift
+    /// try await pool.write { db in try db.execute(sql: "UPDATE player SET score = score + 1") }
+    /// ```
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writerJobs.perform { db in
+            try db.inTransaction(.immediate) { try body(db) }
+        }
+    }
+
+    /// Runs `body` on the writer without opening a transaction (`VACUUM`,
+    /// `PRAGMA wal_checkpoint`, scripts that manage their own transactions).
+    ///
+    /// ```swift
+    /// try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+    /// ```
+    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        try await writerJobs.perform { db in try body(db) }
+    }
+
+    /// Runs `body` on a reader connection in a transaction on one snapshot:
+    /// it sees every transaction committed before it started and none after.
+    ///
+    /// ```swift
+    /// let players = try await pool.read { db in try db.fetchAll(Player.self, sql: "SELECT * FROM player") }
+    /// ```
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await readerJobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
+    }
+
+    /// Closes every connection after the jobs already queued, and waits.
+    /// Later calls throw ``ResultCode/misuse`` ("database is closed").
+    ///
+    /// ```swift
+    /// pool.close()
+    /// ```
+    public func close() {
+        // Readers first: the writer, closing last, checkpoints and removes the WAL file.
+        readerJobs.close()
+        readerJobs.waitForWorkersUnlessCalledFromOne()
+        writerJobs.close()
+        writerJobs.waitForWorkersUnlessCalledFromOne()
+    }
+}

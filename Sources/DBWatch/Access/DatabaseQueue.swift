@@ -1,0 +1,93 @@
+/// One connection with serial access: an in-memory database (the default,
+/// what tests use) or a file.
+///
+/// Every ``write(_:)`` and ``read(_:)`` runs on the queue's own thread, one
+/// at a time. Cancelling the calling task interrupts the running statement.
+///
+/// ```swift
+/// let queue = try DatabaseQueue()   // in memory
+/// try await queue.write { db in
+///     try db.execute(sql: "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT)")
+///     try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: ["Arthur"])
+/// }
+/// let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+/// ```
+public final class DatabaseQueue: DatabaseWriter {
+    /// The database path; `:memory:` for an in-memory database.
+    public let path: String
+    /// The configuration the queue was opened with.
+    public let configuration: Configuration
+    let jobs = JobQueue()
+
+    /// Opens a queue.
+    ///
+    /// - Parameters:
+    ///   - path: a file path, or `:memory:` (the default) for a private
+    ///     in-memory database.
+    ///   - configuration: open options.
+    /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
+    public init(path: String = ":memory:", configuration: Configuration = Configuration()) throws {
+        self.path = path
+        self.configuration = configuration
+        let database = try Database(path: path, configuration: configuration)
+        ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {
+            // The connection was opened above; reopening happens only after close, which refuses jobs.
+            throw SQLiteError.databaseClosed
+        }
+    }
+
+    deinit {
+        jobs.close()
+        jobs.waitForWorkersUnlessCalledFromOne()
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and returns its
+    /// value. If `body` throws, the transaction rolls back and the error is
+    /// rethrown.
+    ///
+    /// ```swift
+    /// let id = try await queue.write { db in
+    ///     try db.execute(sql: "INSERT INTO player (name) VALUES ('Barbara')")
+    ///     return db.lastInsertedRowID
+    /// }
+    /// ```
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await jobs.perform { db in
+            try db.inTransaction(.immediate) { try body(db) }
+        }
+    }
+
+    /// Runs `body` without opening a transaction: for statements that
+    /// cannot run inside one (`VACUUM`, some `PRAGMA`s) or scripts that
+    /// manage their own.
+    ///
+    /// ```swift
+    /// try await queue.writeWithoutTransaction { db in try db.execute(sql: "VACUUM") }
+    /// ```
+    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        try await jobs.perform { db in try body(db) }
+    }
+
+    /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
+    /// inside fail with ``ResultCode/readOnly``.
+    ///
+    /// ```swift
+    /// let names = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM player") }
+    /// ```
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
+    }
+
+    /// Closes the connection after the jobs already queued, and waits for it.
+    /// Later calls throw ``ResultCode/misuse`` ("database is closed").
+    ///
+    /// ```swift
+    /// queue.close()
+    /// ```
+    public func close() {
+        jobs.close()
+        jobs.waitForWorkersUnlessCalledFromOne()
+    }
+}

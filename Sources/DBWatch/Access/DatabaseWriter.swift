@@ -1,0 +1,22 @@
+/// What ``DatabaseQueue`` and ``DatabasePool`` have in common: reads, writes
+/// and observations. Write code against it to accept either.
+///
+/// ```swift
+/// func playerCount(in database: some DatabaseWriter) async throws -> Int {
+///     try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0 }
+/// }
+/// ```
+public protocol DatabaseWriter: AnyObject, Sendable {
+    /// The database path (`:memory:` for an in-memory queue).
+    var path: String { get }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer
+    /// connection and returns its value; rolls back if it throws.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
+
+    /// Runs `body` in a read-only transaction on a consistent snapshot.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
+
+    /// Closes every connection; later use throws ``ResultCode/misuse``.
+    func close()
+}

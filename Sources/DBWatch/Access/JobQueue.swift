@@ -1,0 +1,196 @@
+import Foundation
+import Synchronization
+
+/// A unit of work for a connection thread.
+protocol ConnectionJob: AnyObject, Sendable {
+    /// Runs on the connection's own thread.
+    func run(on database: Database)
+    /// The connection could not be opened, or the queue closed before the job ran.
+    func fail(with error: any Error)
+}
+
+/// A FIFO of jobs served by one or more threads, each owning a connection.
+///
+/// Threads block on a condition variable while the queue is empty, so an
+/// idle database costs no CPU.
+final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex`
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private var jobs: [any ConnectionJob] = []
+    private var head = 0
+    private var isClosed = false
+    private var runningWorkers = 0
+    private var workerThreads: [pthread_t] = []
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        condition = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    @inline(__always)
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// Adds a job. Returns `false` when the queue is closed.
+    func push(_ job: any ConnectionJob) -> Bool {
+        let accepted = locked {
+            guard !isClosed else { return false }
+            jobs.append(job)
+            return true
+        }
+        if accepted { pthread_cond_signal(condition) }
+        return accepted
+    }
+
+    /// The next job, waiting for one; `nil` once the queue is closed and drained.
+    func pop() -> (any ConnectionJob)? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while head == jobs.count {
+            if isClosed { return nil }
+            pthread_cond_wait(condition, mutex)
+        }
+        let job = jobs[head]
+        head += 1
+        if head == jobs.count {
+            jobs.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > jobs.count {
+            jobs.removeFirst(head)
+            head = 0
+        }
+        return job
+    }
+
+    /// Refuses new jobs; workers finish the queued ones and exit.
+    func close() {
+        locked { isClosed = true }
+        pthread_cond_broadcast(condition)
+    }
+
+    var closed: Bool { locked { isClosed } }
+
+    /// Counts a worker before its thread starts, so a close that follows waits for it.
+    func workerWillStart() { locked { runningWorkers += 1 } }
+
+    /// Called first thing on the worker's thread.
+    func workerDidStart() { locked { workerThreads.append(pthread_self()) } }
+
+    func workerDidExit() {
+        locked {
+            runningWorkers -= 1
+            let current = pthread_self()
+            workerThreads.removeAll { pthread_equal($0, current) != 0 }
+        }
+        pthread_cond_broadcast(condition)
+    }
+
+    /// Blocks until every worker thread has closed its connection and exited,
+    /// unless called from a worker itself (a job that closes or releases its
+    /// own database), which would wait for itself.
+    func waitForWorkersUnlessCalledFromOne() {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let current = pthread_self()
+        if workerThreads.contains(where: { pthread_equal($0, current) != 0 }) { return }
+        while runningWorkers > 0 { pthread_cond_wait(condition, mutex) }
+    }
+
+    /// Runs `body` on a connection thread and returns its result.
+    ///
+    /// Cancelling the calling task before the job starts throws
+    /// `CancellationError` without running it; while it runs, cancellation
+    /// interrupts the running statement (`sqlite3_interrupt`), and the
+    /// resulting interrupt error is reported as `CancellationError`.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let job = BodyJob(body)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard job.start(continuation) else { return }
+                if !push(job) { job.fail(with: SQLiteError.databaseClosed) }
+            }
+        } onCancel: {
+            job.cancel()
+        }
+    }
+}
+
+/// A job that runs a closure and resumes a continuation with its result.
+final class BodyJob<T: Sendable>: ConnectionJob {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var isCancelled = false
+        var running: InterruptHandle?
+    }
+
+    private let body: @Sendable (Database) throws -> T
+    private let state = Mutex(State())
+
+    init(_ body: @escaping @Sendable (Database) throws -> T) {
+        self.body = body
+    }
+
+    /// Stores the continuation. Returns `false` (after resuming it with
+    /// `CancellationError`) when the task was already cancelled.
+    func start(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let cancelled = state.withLock { state in
+            if state.isCancelled { return true }
+            state.continuation = continuation
+            return false
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.isCancelled = true
+            state.running?.interrupt()
+        }
+    }
+
+    func run(on database: Database) {
+        let proceed = state.withLock { state in
+            guard !state.isCancelled, state.continuation != nil else { return false }
+            state.running = database.interruptHandle
+            return true
+        }
+        guard proceed else {
+            resume(with: .failure(CancellationError()))
+            return
+        }
+        var result = Result { try body(database) }
+        let cancelled = state.withLock { state in
+            state.running = nil
+            return state.isCancelled
+        }
+        if cancelled, case .failure(let error) = result, ResultCode.interrupt ~= error {
+            result = .failure(CancellationError())
+        }
+        resume(with: result)
+    }
+
+    func fail(with error: any Error) {
+        resume(with: .failure(error))
+    }
+
+    private func resume(with result: Result<T, any Error>) {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
+}

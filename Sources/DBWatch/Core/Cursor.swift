@@ -1,0 +1,97 @@
+import CSQLite
+
+/// Steps the rows of a query one at a time, without building an array: for
+/// large results.
+///
+/// A cursor is valid only inside the access closure that created it. It
+/// resets its statement when it reaches the end, and when it is dropped
+/// before the end.
+///
+/// ```swift
+/// try await pool.read { db in
+///     let cursor = try db.fetchCursor(sql: "SELECT id, name FROM player")
+///     while let row = try cursor.next() {
+///         print(try row.decode(String.self, at: "name"))
+///     }
+/// }
+/// ```
+public final class RowCursor {
+    let statement: Statement
+    private var isDone = false
+
+    init(statement: Statement) {
+        self.statement = statement
+    }
+
+    deinit {
+        if !isDone { statement.database.abandon(statement) }
+    }
+
+    /// The next row, or `nil` at the end.
+    public func next() throws -> Row? {
+        guard !isDone else { return nil }
+        do {
+            guard try statement.database.step(statement) else {
+                isDone = true
+                return nil
+            }
+        } catch {
+            isDone = true
+            throw error
+        }
+        let handle = statement.handle
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(Int(statement.columnCount))
+        for index in 0..<statement.columnCount {
+            values.append(DatabaseValue(statement: handle, column: index))
+        }
+        return Row(columnNames: statement.columnNames, values: values)
+    }
+}
+
+/// Steps the rows of a query decoded as `T`, one at a time.
+///
+/// ```swift
+/// try await pool.read { db in
+///     let players = try db.fetchCursor(Player.self, sql: "SELECT * FROM player")
+///     while let player = try players.next() { total += player.score }
+/// }
+/// ```
+public final class DecodableCursor<T: Decodable> {
+    let statement: Statement
+    private let decodeRow: (Statement) throws -> T
+    private var isDone = false
+
+    init(statement: Statement) {
+        self.statement = statement
+        self.decodeRow = Database.rowDecoder(for: T.self, statement: statement)
+    }
+
+    deinit {
+        if !isDone { statement.database.abandon(statement) }
+    }
+
+    /// The next value, or `nil` at the end.
+    public func next() throws -> T? {
+        guard !isDone else { return nil }
+        do {
+            guard try statement.database.step(statement) else {
+                isDone = true
+                return nil
+            }
+            return try decodeRow(statement)
+        } catch {
+            if !isDone {
+                isDone = true
+                statement.database.abandon(statement)
+            }
+            throw error
+        }
+    }
+}
+
+@available(*, unavailable, message: "a cursor belongs to one connection and one thread")
+extension RowCursor: Sendable {}
+
+@available(*, unavailable, message: "a cursor belongs to one connection and one thread")
+extension DecodableCursor: Sendable {}

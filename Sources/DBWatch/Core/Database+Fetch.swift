@@ -1,0 +1,153 @@
+import CSQLite
+
+extension Database {
+    /// Runs one statement, or a script of several separated by `;`.
+    ///
+    /// Positional arguments are consumed in order by the statements of a
+    /// script; named arguments are matched by name in every statement. An
+    /// argument that no statement uses is an error.
+    ///
+    /// ```swift
+    /// try db.execute(sql: """
+    ///     CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+    ///     INSERT INTO player (name) VALUES (?);
+    ///     """, arguments: ["Arthur"])
+    /// ```
+    public func execute(sql: String, arguments: StatementArguments = []) throws {
+        if let statement = try? cachedStatement(sql: sql) {
+            try statement.bind(arguments)
+            try runToCompletion(statement)
+            return
+        }
+        try executeScript(sql: sql, arguments: arguments)
+    }
+
+    /// Runs every statement of `sql` in order, without caching them.
+    func executeScript(sql: String, arguments: StatementArguments) throws {
+        let handle = try openHandle()
+        var consumer = StatementArguments.Consumer(arguments)
+        var remaining = sql
+        var ranAny = false
+        while !remaining.isEmpty {
+            let (statement, tail) = try remaining.withCString { cSQL in
+                try prepare(cSQL, sql: nil, handle: handle, persistent: false)
+            }
+            remaining = tail
+            guard let statement else { continue }
+            ranAny = true
+            try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)
+            try runToCompletion(statement)
+        }
+        if !ranAny && !arguments.isEmpty {
+            throw SQLiteError.misuse("arguments given to SQL that holds no statement", sql: sql)
+        }
+    }
+
+    /// Prepares `sql` (one statement) and binds `arguments`.
+    @inline(__always)
+    func boundStatement(sql: String, arguments: StatementArguments) throws -> Statement {
+        let statement = try cachedStatement(sql: sql)
+        try statement.bind(arguments)
+        return statement
+    }
+
+    /// All rows of a query.
+    ///
+    /// ```swift
+    /// let rows = try db.fetchAll(sql: "SELECT * FROM player WHERE score > ?", arguments: [10])
+    /// ```
+    public func fetchAll(sql: String, arguments: StatementArguments = []) throws -> [Row] {
+        let cursor = try fetchCursor(sql: sql, arguments: arguments)
+        var rows: [Row] = []
+        while let row = try cursor.next() { rows.append(row) }
+        return rows
+    }
+
+    /// The first row of a query, or `nil` when there is none.
+    ///
+    /// ```swift
+    /// let row = try db.fetchOne(sql: "SELECT * FROM player WHERE id = ?", arguments: [1])
+    /// ```
+    public func fetchOne(sql: String, arguments: StatementArguments = []) throws -> Row? {
+        try fetchCursor(sql: sql, arguments: arguments).next()
+    }
+
+    /// A cursor over the rows of a query.
+    ///
+    /// ```swift
+    /// let cursor = try db.fetchCursor(sql: "SELECT * FROM event")
+    /// while let row = try cursor.next() { … }
+    /// ```
+    public func fetchCursor(sql: String, arguments: StatementArguments = []) throws -> RowCursor {
+        RowCursor(statement: try boundStatement(sql: sql, arguments: arguments))
+    }
+
+    /// All rows decoded as `T`: a `Decodable` struct whose properties match
+    /// column names, or a single value (`Int`, `String`, `Data`, optionals …)
+    /// read from the first column.
+    ///
+    /// ```swift
+    /// struct Player: Decodable { var id: Int64; var name: String; var score: Int }
+    /// let players = try db.fetchAll(Player.self, sql: "SELECT * FROM player ORDER BY score DESC")
+    /// let names = try db.fetchAll(String.self, sql: "SELECT name FROM player")
+    /// ```
+    public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> [T] {
+        let statement = try boundStatement(sql: sql, arguments: arguments)
+        let decodeRow = Database.rowDecoder(for: T.self, statement: statement)
+        var values: [T] = []
+        do {
+            while try step(statement) {
+                values.append(try decodeRow(statement))
+            }
+        } catch let error as DecodingError {
+            abandon(statement)
+            throw error
+        }
+        return values
+    }
+
+    /// The first row decoded as `T`, or `nil` when there is no row.
+    ///
+    /// ```swift
+    /// let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0
+    /// let player = try db.fetchOne(Player.self, sql: "SELECT * FROM player WHERE id = ?", arguments: [1])
+    /// ```
+    public func fetchOne<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> T? {
+        try fetchCursor(T.self, sql: sql, arguments: arguments).next()
+    }
+
+    /// A cursor over the rows of a query decoded as `T`.
+    ///
+    /// ```swift
+    /// let players = try db.fetchCursor(Player.self, sql: "SELECT * FROM player")
+    /// while let player = try players.next() { … }
+    /// ```
+    public func fetchCursor<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws
+        -> DecodableCursor<T>
+    {
+        DecodableCursor(statement: try boundStatement(sql: sql, arguments: arguments))
+    }
+
+    /// The function that decodes the current row of `statement` as `T`,
+    /// chosen once per query.
+    static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> (Statement) throws -> T {
+        if let convertible = T.self as? any DatabaseValueConvertible.Type {
+            return { statement in
+                guard statement.columnCount > 0 else {
+                    throw DecodingError.valueNotFound(
+                        T.self, .init(codingPath: [], debugDescription: "the query returns no column"))
+                }
+                let value = DatabaseValue(statement: statement.handle, column: 0)
+                if let result = convertible.fromDatabaseValue(value) { return result as! T }
+                throw DecodingError.conversion(value, to: T.self, column: ColumnKey(intValue: 0))
+            }
+        }
+        let lookup = ColumnLookup(columnNames: statement.columnNames)
+        return { statement in
+            lookup.startRow()
+            let source = StatementColumns(handle: statement.handle, lookup: lookup)
+            return try T(from: ColumnDecoder(source: source, singleColumn: nil))
+        }
+    }
+}
+

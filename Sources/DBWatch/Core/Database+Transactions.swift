@@ -1,0 +1,118 @@
+import CSQLite
+
+/// The kind of a transaction: when it takes the write lock.
+///
+/// ```swift
+/// try db.inTransaction(.immediate) { … }
+/// ```
+public enum TransactionKind: String, Sendable {
+    /// `BEGIN DEFERRED`: locks on first read or write.
+    case deferred = "DEFERRED"
+    /// `BEGIN IMMEDIATE`: takes the write lock at once.
+    case immediate = "IMMEDIATE"
+    /// `BEGIN EXCLUSIVE`: also keeps readers out (outside WAL mode).
+    case exclusive = "EXCLUSIVE"
+}
+
+extension Database {
+    /// Runs `body` in a transaction: commits when it returns, rolls back
+    /// when it throws (and rethrows). The connection stays usable either way.
+    ///
+    /// Inside an open transaction, use ``inSavepoint(_:)`` to nest.
+    ///
+    /// ```swift
+    /// try db.inTransaction(.immediate) {
+    ///     try db.execute(sql: "UPDATE account SET balance = balance - 10 WHERE id = 1")
+    ///     try db.execute(sql: "UPDATE account SET balance = balance + 10 WHERE id = 2")
+    /// }
+    /// ```
+    public func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+        try execute(sql: Database.beginStatements[kind]!)
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackIfNeeded()
+            throw error
+        }
+        do {
+            // The body may have ended the transaction itself (a failing
+            // statement that SQLite rolled back on its own).
+            if isInsideTransaction {
+                try execute(sql: "COMMIT TRANSACTION")
+            }
+        } catch {
+            rollbackIfNeeded()
+            throw error
+        }
+        return result
+    }
+
+    private static let beginStatements: [TransactionKind: String] = [
+        .deferred: "BEGIN DEFERRED TRANSACTION",
+        .immediate: "BEGIN IMMEDIATE TRANSACTION",
+        .exclusive: "BEGIN EXCLUSIVE TRANSACTION",
+    ]
+
+    /// Runs `body` inside a savepoint: its changes are released into the
+    /// enclosing transaction when it returns, and undone when it throws.
+    /// Savepoints nest; outside a transaction a savepoint acts as one.
+    ///
+    /// ```swift
+    /// try db.inTransaction {
+    ///     try db.execute(sql: "INSERT INTO log (text) VALUES ('kept')")
+    ///     try? db.inSavepoint {
+    ///         try db.execute(sql: "INSERT INTO log (text) VALUES ('undone')")
+    ///         throw CancellationError()
+    ///     }
+    /// }
+    /// ```
+    public func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "dbwatch_savepoint_\(savepointDepth)"
+        try execute(sql: "SAVEPOINT \(name)")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            if isInsideTransaction {
+                try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
+                try? execute(sql: "RELEASE SAVEPOINT \(name)")
+            }
+            throw error
+        }
+        if isInsideTransaction {
+            do {
+                try execute(sql: "RELEASE SAVEPOINT \(name)")
+            } catch {
+                try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
+                try? execute(sql: "RELEASE SAVEPOINT \(name)")
+                throw error
+            }
+        }
+        return result
+    }
+
+    /// Rolls back the open transaction, if any; never throws.
+    func rollbackIfNeeded() {
+        guard isInsideTransaction else { return }
+        do {
+            try execute(sql: "ROLLBACK TRANSACTION")
+        } catch {
+            logger.debug("rollback failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension Database {
+    /// Runs `body` in a deferred transaction during which writes fail
+    /// (`PRAGMA query_only`), then ends it.
+    func inReadOnlyTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute(sql: "PRAGMA query_only = 1")
+        defer { try? execute(sql: "PRAGMA query_only = 0") }
+        try execute(sql: "BEGIN DEFERRED TRANSACTION")
+        defer { rollbackIfNeeded() }
+        return try body()
+    }
+}

@@ -1,0 +1,296 @@
+import CSQLite
+import Logging
+
+/// One SQLite connection.
+///
+/// You get a `Database` inside the closures of ``DatabaseQueue`` and
+/// ``DatabasePool``, and use it only there: it is not `Sendable`, and it is
+/// confined to the thread that runs the closure.
+///
+/// ```swift
+/// let queue = try DatabaseQueue()
+/// try await queue.write { db in
+///     try db.execute(sql: "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT, score INT)")
+///     try db.execute(sql: "INSERT INTO player (name, score) VALUES (?, ?)", arguments: ["Arthur", 100])
+/// }
+/// let names = try await queue.read { db in
+///     try db.fetchAll(String.self, sql: "SELECT name FROM player")
+/// }
+/// ```
+public final class Database {
+    /// The `sqlite3*` handle; valid until ``close()``.
+    private(set) var handle: OpaquePointer?
+    /// The path given at open time (`:memory:` for an in-memory database).
+    public let path: String
+    let configuration: Configuration
+    var logger: Logger { configuration.logger }
+
+    private var statementCache: [String: Statement] = [:]
+
+    // Authorizer state (see Database+Authorizer.swift).
+    /// The footprint being collected by the authorizer during our own prepare.
+    var footprintUnderConstruction: StatementFootprint?
+    /// The authorizer ran outside our prepare: SQLite re-prepared a statement
+    /// after a schema change, so cached result columns may be stale.
+    var authorizerRanOutsidePrepare = false
+    /// The statement being prepared drops a table (see `authorize`).
+    var authorizerIsDroppingTable = false
+    /// An optional allow-list consulted for every authorizer action.
+    var authorizationPolicy: AuthorizationPolicy?
+
+    /// Collects the changes of write transactions when observations exist.
+    var changeCollector: ChangeCollector?
+
+    /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
+    var savepointDepth = 0
+
+    /// Opens a connection.
+    ///
+    /// - Parameters:
+    ///   - path: a file path, or `:memory:` for a private in-memory database.
+    ///   - configuration: the open options.
+    ///   - readOnly: opens read-only even if the configuration does not say so
+    ///     (pool readers).
+    init(path: String, configuration: Configuration, readOnly: Bool = false) throws {
+        self.path = path
+        self.configuration = configuration
+        let readOnly = readOnly || configuration.readOnly
+        var flags = SQLITE_OPEN_NOMUTEX | 0x0200_0000  // SQLITE_OPEN_EXRESCODE
+        flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var openPath = path
+        if configuration.allowsURIFilenames {
+            flags |= SQLITE_OPEN_URI
+        } else if path.hasPrefix("file:") {
+            // This SQLite is built with SQLITE_USE_URI: keep a plain path plain.
+            openPath = "./" + path
+        }
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(openPath, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let error = SQLiteError(connection: handle, code: code)
+            sqlite3_close_v2(handle)
+            throw SQLiteError(code: error.code, message: "\(error.message ?? "cannot open") (\(path))")
+        }
+        self.handle = handle
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, configuration.busyTimeoutMilliseconds)
+        installAuthorizer()
+        do {
+            // Reads the header now, so that a file that is not a database
+            // fails here with SQLITE_NOTADB rather than on first use.
+            try execute(sql: "SELECT count(*) FROM sqlite_master")
+            if !readOnly {
+                try execute(sql: configuration.foreignKeysEnabled ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF")
+            } else if configuration.foreignKeysEnabled {
+                try execute(sql: "PRAGMA foreign_keys = ON")
+            }
+        } catch var error as SQLiteError {
+            close()
+            error.message = "\(error.message ?? "cannot open") (\(path))"
+            throw error
+        }
+        logger.debug("opened connection", metadata: ["path": "\(path)", "readOnly": "\(readOnly)"])
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { handle == nil }
+
+    /// Closes the connection. Later use throws ``ResultCode/misuse``.
+    func close() {
+        guard let handle else { return }
+        statementCache.removeAll()
+        changeCollector?.uninstall(from: handle)
+        sqlite3_close_v2(handle)
+        self.handle = nil
+        logger.debug("closed connection", metadata: ["path": "\(path)"])
+    }
+
+    func openHandle() throws -> OpaquePointer {
+        guard let handle else { throw SQLiteError.databaseClosed }
+        return handle
+    }
+
+    // MARK: - Preparing
+
+    /// Returns the cached prepared statement for `sql`, preparing it on first use.
+    ///
+    /// `sql` must hold exactly one statement. The cache is emptied when a
+    /// statement changes the schema.
+    ///
+    /// ```swift
+    /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
+    /// ```
+    public func cachedStatement(sql: String) throws -> Statement {
+        if let statement = statementCache[sql] { return statement }
+        let handle = try openHandle()
+        let (statement, tail) = try sql.withCString { cSQL in
+            try prepare(cSQL, sql: sql, handle: handle, persistent: true)
+        }
+        guard let statement else {
+            throw SQLiteError.misuse("the SQL holds no statement", sql: sql)
+        }
+        if !tail.isEmpty {
+            throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
+        }
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Prepares the first statement at `cSQL`. Returns it (nil for only
+    /// whitespace or comments) and what follows it, trimmed of whitespace and
+    /// comments.
+    func prepare(_ cSQL: UnsafePointer<CChar>, sql: String?, handle: OpaquePointer, persistent: Bool) throws -> (
+        Statement?, tail: String
+    ) {
+        var statementHandle: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        footprintUnderConstruction = StatementFootprint()
+        authorizerIsDroppingTable = false
+        let code = sqlite3_prepare_v3(
+            handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
+        let footprint = footprintUnderConstruction!
+        footprintUnderConstruction = nil
+        authorizerIsDroppingTable = false
+        guard code == SQLITE_OK else {
+            throw SQLiteError(connection: handle, code: code, sql: sql ?? String(cString: cSQL))
+        }
+        var rest = ""
+        if let tail, tail.pointee != 0 {
+            rest = String(cString: tail)
+            if Database.isBlank(rest) { rest = "" }
+        }
+        guard let statementHandle else { return (nil, rest) }
+        let text = sql.flatMap { rest.isEmpty ? $0 : nil } ?? String(cString: sqlite3_sql(statementHandle))
+        return (Statement(handle: statementHandle, database: self, sql: text, footprint: footprint), rest)
+    }
+
+    /// Whether `sql` holds only whitespace and comments.
+    static func isBlank(_ sql: String) -> Bool {
+        var index = sql.utf8.startIndex
+        let bytes = sql.utf8
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\t")
+                || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: ";")
+            {
+                index = bytes.index(after: index)
+            } else if byte == UInt8(ascii: "-"), bytes.index(after: index) < bytes.endIndex,
+                bytes[bytes.index(after: index)] == UInt8(ascii: "-")
+            {
+                while index < bytes.endIndex && bytes[index] != UInt8(ascii: "\n") { index = bytes.index(after: index) }
+            } else if byte == UInt8(ascii: "/"), bytes.index(after: index) < bytes.endIndex,
+                bytes[bytes.index(after: index)] == UInt8(ascii: "*")
+            {
+                guard let end = sql[index...].range(of: "*/") else { return true }
+                index = end.upperBound
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Empties the statement cache (after a schema change).
+    func clearStatementCache() {
+        statementCache.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - Stepping
+
+    /// Steps `statement` once. Returns `true` when a row is available.
+    @inline(__always)
+    func step(_ statement: Statement) throws -> Bool {
+        let code = sqlite3_step(statement.handle)
+        if code == SQLITE_ROW {
+            if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+            return true
+        }
+        try finish(statement, code: code)
+        return false
+    }
+
+    /// The statement finished (done or failed): resets it, keeps the change
+    /// tracker informed and throws on failure.
+    @inline(__always)
+    func finish(_ statement: Statement, code: Int32) throws {
+        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+        let handle = self.handle
+        // Read the error before reset, which may overwrite it.
+        let error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
+        sqlite3_reset(statement.handle)
+        if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
+        if statement.footprint.changesSchema { clearStatementCache() }
+        if let error { throw error }
+    }
+
+    /// Abandons a statement before its last row (a cursor dropped early).
+    func abandon(_ statement: Statement) {
+        let code = sqlite3_reset(statement.handle)
+        if let changeCollector {
+            changeCollector.statementDidFinish(statement, succeeded: code == SQLITE_OK, in: self)
+        }
+    }
+
+    private func statementWasReprepared(_ statement: Statement) {
+        authorizerRanOutsidePrepare = false
+        statement.refreshColumns()
+        clearStatementCache()
+    }
+
+    /// Steps `statement` until it is done, ignoring rows.
+    func runToCompletion(_ statement: Statement) throws {
+        while try step(statement) {}
+    }
+
+    // MARK: - Info
+
+    /// The rowid of the last successful insert on this connection.
+    ///
+    /// ```swift
+    /// try db.execute(sql: "INSERT INTO player (name) VALUES ('Arthur')")
+    /// let id = db.lastInsertedRowID
+    /// ```
+    public var lastInsertedRowID: Int64 {
+        handle.map { sqlite3_last_insert_rowid($0) } ?? 0
+    }
+
+    /// The number of rows changed by the last `INSERT`, `UPDATE` or `DELETE`.
+    ///
+    /// ```swift
+    /// try db.execute(sql: "DELETE FROM player WHERE score < 10")
+    /// print(db.changesCount)
+    /// ```
+    public var changesCount: Int {
+        handle.map { Int(sqlite3_changes64($0)) } ?? 0
+    }
+
+    /// Whether a transaction is open on this connection.
+    ///
+    /// ```swift
+    /// try await queue.write { db in db.isInsideTransaction }   // true
+    /// ```
+    public var isInsideTransaction: Bool {
+        handle.map { sqlite3_get_autocommit($0) == 0 } ?? false
+    }
+
+    /// An `InterruptHandle` for cancelling from another thread.
+    var interruptHandle: InterruptHandle? {
+        handle.map(InterruptHandle.init)
+    }
+}
+
+/// A connection handle that other threads may only pass to `sqlite3_interrupt`.
+struct InterruptHandle: @unchecked Sendable {  // sqlite3_interrupt is documented safe from any thread
+    let pointer: OpaquePointer
+
+    func interrupt() {
+        sqlite3_interrupt(pointer)
+    }
+}
+
+@available(*, unavailable, message: "a connection is confined to the thread of its access closure")
+extension Database: Sendable {}

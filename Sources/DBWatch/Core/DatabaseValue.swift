@@ -1,0 +1,114 @@
+import CSQLite
+import Foundation
+
+/// One SQLite value: `NULL`, an integer, a real, a text or a blob.
+///
+/// ```swift
+/// let row = try db.fetchOne(sql: "SELECT 1, 'a', NULL")!
+/// row[0] == .integer(1)
+/// row[1] == .text("a")
+/// row[2] == .null
+/// ```
+///
+/// SQLite stores a `Double.nan` as `NULL`: binding `.real(.nan)` and reading
+/// it back gives `.null`.
+public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
+    /// `NULL`
+    case null
+    /// A 64-bit signed integer.
+    case integer(Int64)
+    /// A 64-bit float.
+    case real(Double)
+    /// UTF-8 text (may contain NUL characters).
+    case text(String)
+    /// Bytes.
+    case blob(Data)
+
+    /// Whether the value is `NULL`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// A SQL-like rendering: `NULL`, `1`, `1.5`, `'text'`, `x'00ff'`.
+    public var description: String {
+        switch self {
+        case .null: return "NULL"
+        case .integer(let value): return String(value)
+        case .real(let value): return String(value)
+        case .text(let value): return "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let data): return "x'" + data.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+
+    /// Reads column `index` of the current row of `statement`.
+    @inline(__always)
+    init(statement: OpaquePointer, column index: Int32) {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER:
+            self = .integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT:
+            self = .real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            self = .text(String(statement: statement, column: index))
+        case SQLITE_BLOB:
+            self = .blob(Data(statement: statement, column: index))
+        default:
+            self = .null
+        }
+    }
+
+    /// Binds the value to parameter `index` (1-based) of `statement`.
+    func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
+        switch self {
+        case .null:
+            return sqlite3_bind_null(statement, index)
+        case .integer(let value):
+            return sqlite3_bind_int64(statement, index, value)
+        case .real(let value):
+            return sqlite3_bind_double(statement, index, value)
+        case .text(var value):
+            return value.withUTF8 { buffer in
+                // A NULL pointer would bind NULL: an empty string needs a real pointer.
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_text(statement, index, "", 0, dbwatch_transient())
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    sqlite3_bind_text64(statement, index, $0, sqlite3_uint64(buffer.count), dbwatch_transient(), UInt8(SQLITE_UTF8))
+                }
+            }
+        case .blob(let data):
+            if data.isEmpty {
+                return sqlite3_bind_zeroblob(statement, index, 0)
+            }
+            return data.withUnsafeBytes { buffer in
+                sqlite3_bind_blob64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count), dbwatch_transient())
+            }
+        }
+    }
+}
+
+extension String {
+    /// Reads a text column, keeping embedded NUL characters.
+    @inline(__always)
+    init(statement: OpaquePointer, column index: Int32) {
+        guard let text = sqlite3_column_text(statement, index) else {
+            self = ""
+            return
+        }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        self = String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+}
+
+extension Data {
+    /// Reads a blob column (a zero-length blob gives empty data).
+    @inline(__always)
+    init(statement: OpaquePointer, column index: Int32) {
+        guard let bytes = sqlite3_column_blob(statement, index) else {
+            self = Data()
+            return
+        }
+        self = Data(bytes: bytes, count: Int(sqlite3_column_bytes(statement, index)))
+    }
+}

@@ -1,0 +1,126 @@
+import CSQLite
+import Foundation
+
+/// A Swift type that converts to and from a single ``DatabaseValue``: usable
+/// as a statement argument and as a fetched single value or struct property.
+///
+/// ```swift
+/// struct Email: DatabaseValueConvertible {
+///     var address: String
+///     var databaseValue: DatabaseValue { .text(address) }
+///     static func fromDatabaseValue(_ value: DatabaseValue) -> Email? {
+///         guard case .text(let text) = value else { return nil }
+///         return Email(address: text)
+///     }
+/// }
+/// try db.execute(sql: "INSERT INTO user (email) VALUES (?)", arguments: [Email(address: "a@b.c")])
+/// ```
+public protocol DatabaseValueConvertible: Sendable {
+    /// The value stored in the database.
+    var databaseValue: DatabaseValue { get }
+    /// The Swift value for a database value, or `nil` when it does not
+    /// convert (the caller reports a typed error).
+    static func fromDatabaseValue(_ value: DatabaseValue) -> Self?
+}
+
+extension DatabaseValue: DatabaseValueConvertible {
+    /// The value itself.
+    public var databaseValue: DatabaseValue { self }
+    /// The value itself; never fails.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> DatabaseValue? { value }
+}
+
+extension Int64: DatabaseValueConvertible {
+    /// `.integer(self)`
+    public var databaseValue: DatabaseValue { .integer(self) }
+    /// An integer, or a real with an exact integer value.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Int64? {
+        switch value {
+        case .integer(let int): return int
+        case .real(let double): return Int64(exactly: double)
+        default: return nil
+        }
+    }
+}
+
+extension BinaryInteger where Self: DatabaseValueConvertible {
+    /// `.integer(Int64(self))`; values above `Int64.max` are not representable.
+    public var databaseValue: DatabaseValue { .integer(Int64(truncatingIfNeeded: self)) }
+    /// An integer (or an exact real) that fits the type.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Self? {
+        Int64.fromDatabaseValue(value).flatMap { Self(exactly: $0) }
+    }
+}
+
+extension Int: DatabaseValueConvertible {}
+extension Int8: DatabaseValueConvertible {}
+extension Int16: DatabaseValueConvertible {}
+extension Int32: DatabaseValueConvertible {}
+extension UInt8: DatabaseValueConvertible {}
+extension UInt16: DatabaseValueConvertible {}
+extension UInt32: DatabaseValueConvertible {}
+
+extension Double: DatabaseValueConvertible {
+    /// `.real(self)`. SQLite stores `.nan` as `NULL`.
+    public var databaseValue: DatabaseValue { .real(self) }
+    /// A real or an integer.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
+        switch value {
+        case .real(let double): return double
+        case .integer(let int): return Double(int)
+        default: return nil
+        }
+    }
+}
+
+extension Float: DatabaseValueConvertible {
+    /// `.real(Double(self))`
+    public var databaseValue: DatabaseValue { .real(Double(self)) }
+    /// A real or an integer, narrowed to `Float`.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Float? {
+        Double.fromDatabaseValue(value).map { Float($0) }
+    }
+}
+
+extension Bool: DatabaseValueConvertible {
+    /// `.integer(1)` or `.integer(0)`
+    public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
+    /// An integer: zero is `false`, anything else `true`.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
+        guard case .integer(let int) = value else { return nil }
+        return int != 0
+    }
+}
+
+extension String: DatabaseValueConvertible {
+    /// `.text(self)`
+    public var databaseValue: DatabaseValue { .text(self) }
+    /// Text only: a number is not silently turned into a string.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
+        guard case .text(let text) = value else { return nil }
+        return text
+    }
+}
+
+extension Data: DatabaseValueConvertible {
+    /// `.blob(self)`
+    public var databaseValue: DatabaseValue { .blob(self) }
+    /// A blob, or the UTF-8 bytes of a text.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
+        switch value {
+        case .blob(let data): return data
+        case .text(let text): return Data(text.utf8)
+        default: return nil
+        }
+    }
+}
+
+extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
+    /// The wrapped value, or `.null`.
+    public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
+    /// `.some(nil)` for `NULL`, the wrapped conversion otherwise.
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Wrapped?? {
+        if value.isNull { return .some(nil) }
+        return Wrapped.fromDatabaseValue(value).map { .some($0) }
+    }
+}

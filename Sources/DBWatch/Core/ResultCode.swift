@@ -1,0 +1,115 @@
+import CSQLite
+
+/// A SQLite result code, primary (`SQLITE_CONSTRAINT`) or extended
+/// (`SQLITE_CONSTRAINT_UNIQUE`).
+///
+/// Codes match errors in `catch` clauses. A primary code matches every
+/// extended code of its family; an extended code matches only itself:
+///
+/// ```swift
+/// do {
+///     try db.execute(sql: "INSERT INTO player (id) VALUES (1)")
+/// } catch ResultCode.constraintUnique {
+///     // the id is taken
+/// } catch ResultCode.constraint {
+///     // any other constraint
+/// }
+/// ```
+public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The raw SQLite code, for example `19` for `SQLITE_CONSTRAINT`.
+    public let rawValue: Int32
+
+    /// Creates a code from its raw SQLite value, for example `ResultCode(rawValue: 5)`.
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    /// The primary code of the family: `.constraintUnique.primary == .constraint`.
+    public var primary: ResultCode { ResultCode(rawValue: rawValue & 0xFF) }
+
+    /// Whether this is a primary code (no extended bits), like `.busy`.
+    public var isPrimary: Bool { rawValue & ~0xFF == 0 }
+
+    /// SQLite's English text for the code, for example `"constraint failed"`.
+    public var description: String {
+        guard let text = sqlite3_errstr(rawValue) else { return "code \(rawValue)" }
+        return String(cString: text)
+    }
+
+    /// Matches an error against a code: `catch ResultCode.busy { … }`.
+    ///
+    /// A primary pattern matches any ``SQLiteError`` of its family, an
+    /// extended pattern only the same extended code.
+    public static func ~= (pattern: ResultCode, error: any Error) -> Bool {
+        guard let error = error as? SQLiteError else { return false }
+        return pattern.isPrimary ? error.code.primary == pattern : error.code == pattern
+    }
+
+    // Primary codes
+    /// `SQLITE_OK`
+    public static let ok = ResultCode(rawValue: SQLITE_OK)
+    /// `SQLITE_ERROR`: generic error, including SQL syntax errors.
+    public static let error = ResultCode(rawValue: SQLITE_ERROR)
+    /// `SQLITE_INTERNAL`
+    public static let `internal` = ResultCode(rawValue: SQLITE_INTERNAL)
+    /// `SQLITE_PERM`
+    public static let perm = ResultCode(rawValue: SQLITE_PERM)
+    /// `SQLITE_ABORT`
+    public static let abort = ResultCode(rawValue: SQLITE_ABORT)
+    /// `SQLITE_BUSY`: the database file is locked by another connection.
+    public static let busy = ResultCode(rawValue: SQLITE_BUSY)
+    /// `SQLITE_LOCKED`
+    public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
+    /// `SQLITE_NOMEM`
+    public static let noMemory = ResultCode(rawValue: SQLITE_NOMEM)
+    /// `SQLITE_READONLY`: a write on a read-only connection.
+    public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
+    /// `SQLITE_INTERRUPT`: the statement was interrupted.
+    public static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
+    /// `SQLITE_IOERR`: a disk I/O error.
+    public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
+    /// `SQLITE_CORRUPT`: the database file is malformed.
+    public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
+    /// `SQLITE_NOTFOUND`
+    public static let notFound = ResultCode(rawValue: SQLITE_NOTFOUND)
+    /// `SQLITE_FULL`: the disk is full.
+    public static let full = ResultCode(rawValue: SQLITE_FULL)
+    /// `SQLITE_CANTOPEN`: the file cannot be opened.
+    public static let cannotOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
+    /// `SQLITE_PROTOCOL`
+    public static let `protocol` = ResultCode(rawValue: SQLITE_PROTOCOL)
+    /// `SQLITE_SCHEMA`: the schema changed.
+    public static let schema = ResultCode(rawValue: SQLITE_SCHEMA)
+    /// `SQLITE_TOOBIG`: a string or blob is too large.
+    public static let tooBig = ResultCode(rawValue: SQLITE_TOOBIG)
+    /// `SQLITE_CONSTRAINT`: a constraint failed.
+    public static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
+    /// `SQLITE_MISMATCH`: a data type mismatch.
+    public static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
+    /// `SQLITE_MISUSE`: the library was used incorrectly (wrong arguments, closed database).
+    public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
+    /// `SQLITE_AUTH`: refused by the authorizer.
+    public static let auth = ResultCode(rawValue: SQLITE_AUTH)
+    /// `SQLITE_RANGE`: a parameter index out of range.
+    public static let range = ResultCode(rawValue: SQLITE_RANGE)
+    /// `SQLITE_NOTADB`: the file is not a database.
+    public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
+
+    // Extended codes
+    /// `SQLITE_CONSTRAINT_UNIQUE`
+    public static let constraintUnique = ResultCode(rawValue: 2067)
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY`
+    public static let constraintPrimaryKey = ResultCode(rawValue: 1555)
+    /// `SQLITE_CONSTRAINT_NOTNULL`
+    public static let constraintNotNull = ResultCode(rawValue: 1299)
+    /// `SQLITE_CONSTRAINT_FOREIGNKEY`
+    public static let constraintForeignKey = ResultCode(rawValue: 787)
+    /// `SQLITE_CONSTRAINT_CHECK`
+    public static let constraintCheck = ResultCode(rawValue: 275)
+    /// `SQLITE_CONSTRAINT_TRIGGER` (a `RAISE(ABORT, …)` in a trigger)
+    public static let constraintTrigger = ResultCode(rawValue: 1811)
+    /// `SQLITE_READONLY_DBMOVED`: the file was moved or deleted while open.
+    public static let readOnlyDatabaseMoved = ResultCode(rawValue: 1032)
+    /// `SQLITE_IOERR_SHORT_READ`
+    public static let ioErrorShortRead = ResultCode(rawValue: 522)
+}

@@ -1,0 +1,136 @@
+/// One fetched row: values by position and by column name.
+///
+/// Typed access throws a `DecodingError` on a missing column, on `NULL` for
+/// a non-optional type, and on a value of the wrong type: never a silent
+/// `nil`, never a crash.
+///
+/// ```swift
+/// let row = try db.fetchOne(sql: "SELECT id, name, score FROM player")!
+/// let name = try row.decode(String.self, at: "name")
+/// let score = try row.decode(Int?.self, at: 2)
+/// let raw: DatabaseValue = row[0]
+/// ```
+public struct Row: Hashable, Sendable, CustomStringConvertible {
+    /// The column names, in order.
+    public let columnNames: [String]
+    /// The values, in column order.
+    public let values: [DatabaseValue]
+
+    /// A row built by hand: `Row(["id": 1, "name": "Arthur"])` keeps the order given.
+    public init(_ pairs: KeyValuePairs<String, (any DatabaseValueConvertible)?>) {
+        self.columnNames = pairs.map(\.key)
+        self.values = pairs.map { $0.value?.databaseValue ?? .null }
+    }
+
+    init(columnNames: [String], values: [DatabaseValue]) {
+        self.columnNames = columnNames
+        self.values = values
+    }
+
+    /// The number of columns.
+    public var count: Int { values.count }
+
+    /// The value at `index`; traps on an index out of range, like an array.
+    public subscript(_ index: Int) -> DatabaseValue { values[index] }
+
+    /// The value of the first column named `column` (case-insensitive), or
+    /// `nil` when the row has no such column.
+    public subscript(_ column: String) -> DatabaseValue? {
+        index(of: column).map { values[$0] }
+    }
+
+    /// The position of the first column named `column` (case-insensitive).
+    public func index(of column: String) -> Int? {
+        if let exact = columnNames.firstIndex(of: column) { return exact }
+        let lowercased = column.lowercased()
+        return columnNames.firstIndex { $0.lowercased() == lowercased }
+    }
+
+    /// The value at `index` as `T`.
+    ///
+    /// ```swift
+    /// let id = try row.decode(Int64.self, at: 0)
+    /// ```
+    public func decode<T: DatabaseValueConvertible>(_ type: T.Type, at index: Int) throws -> T {
+        guard values.indices.contains(index) else {
+            throw DecodingError.keyNotFound(
+                ColumnKey(intValue: index),
+                .init(codingPath: [], debugDescription: "no column at index \(index); the row has \(values.count)"))
+        }
+        return try Row.convert(values[index], to: T.self, column: ColumnKey(intValue: index))
+    }
+
+    /// The value of column `column` as `T`.
+    ///
+    /// ```swift
+    /// let name = try row.decode(String.self, at: "name")
+    /// ```
+    public func decode<T: DatabaseValueConvertible>(_ type: T.Type, at column: String) throws -> T {
+        guard let index = index(of: column) else {
+            throw DecodingError.keyNotFound(
+                ColumnKey(stringValue: column),
+                .init(codingPath: [], debugDescription: "no column named \(column); columns: \(columnNames)"))
+        }
+        return try Row.convert(values[index], to: T.self, column: ColumnKey(stringValue: column))
+    }
+
+    /// The whole row decoded as a `Decodable` type, columns matching property names.
+    ///
+    /// ```swift
+    /// let player = try row.decode(Player.self)
+    /// ```
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try T(from: RowValuesDecoder(row: self))
+    }
+
+    static func convert<T: DatabaseValueConvertible>(_ value: DatabaseValue, to type: T.Type, column: ColumnKey) throws
+        -> T
+    {
+        if let converted = T.fromDatabaseValue(value) { return converted }
+        throw DecodingError.conversion(value, to: T.self, column: column)
+    }
+
+    /// `[id:1 name:'Arthur']`
+    public var description: String {
+        "[" + zip(columnNames, values).map { "\($0):\($1)" }.joined(separator: " ") + "]"
+    }
+}
+
+extension DatabaseValue {
+    var typeName: String {
+        switch self {
+        case .null: return "NULL"
+        case .integer: return "INTEGER"
+        case .real: return "REAL"
+        case .text: return "TEXT"
+        case .blob: return "BLOB"
+        }
+    }
+}
+
+/// A coding key naming a column, for decoding errors.
+struct ColumnKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
+    }
+
+    init(intValue: Int) {
+        self.stringValue = "column \(intValue)"
+        self.intValue = intValue
+    }
+}
+
+extension DecodingError {
+    /// The error for a database value that does not convert to `type`:
+    /// `valueNotFound` for `NULL`, `typeMismatch` otherwise.
+    static func conversion(_ value: DatabaseValue, to type: Any.Type, column: any CodingKey) -> DecodingError {
+        let context = DecodingError.Context(
+            codingPath: [column],
+            debugDescription: "cannot decode \(type) from \(value.typeName) in column \(column.stringValue)")
+        return value.isNull ? .valueNotFound(type, context) : .typeMismatch(type, context)
+    }
+}

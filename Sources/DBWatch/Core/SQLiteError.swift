@@ -1,0 +1,64 @@
+import CSQLite
+
+/// An error reported by SQLite, or by DBWatch for a misuse of the database
+/// (a wrong argument count, a closed database).
+///
+/// It carries the extended result code, SQLite's message and the SQL that
+/// failed. Bound values never appear in `description`, so logging an error
+/// does not leak user data.
+///
+/// ```swift
+/// do {
+///     try db.execute(sql: "INSERT INTO player (id, name) VALUES (?, ?)", arguments: [1, "Arthur"])
+/// } catch let error as SQLiteError where error.code == .constraintUnique {
+///     print(error.message ?? "")  // "UNIQUE constraint failed: player.id"
+/// }
+/// ```
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    /// The extended result code (`.constraintUnique`), or a primary code when
+    /// SQLite gave no extended one.
+    public var code: ResultCode
+    /// SQLite's message, for example `"no such table: player"`.
+    public var message: String?
+    /// The SQL being prepared or run when the error happened, if any.
+    public var sql: String?
+    /// The byte offset in `sql` of the token that caused the error, when
+    /// SQLite reports one (syntax errors).
+    public var offset: Int?
+
+    /// The primary result code (`.constraint` for `.constraintUnique`).
+    public var primaryCode: ResultCode { code.primary }
+
+    /// Creates an error, for example `SQLiteError(code: .misuse, message: "database is closed")`.
+    public init(code: ResultCode, message: String? = nil, sql: String? = nil, offset: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.sql = sql
+        self.offset = offset
+    }
+
+    /// `SQLite error 19 (constraint failed): UNIQUE constraint failed: player.id - while executing `INSERT …``
+    public var description: String {
+        var text = "SQLite error \(code.rawValue) (\(code))"
+        if let message { text += ": \(message)" }
+        if let sql { text += " - while executing `\(sql)`" }
+        if let offset { text += " at offset \(offset)" }
+        return text
+    }
+
+    /// Reads the error of the last failing call on `handle`.
+    init(connection handle: OpaquePointer?, code: Int32, sql: String? = nil) {
+        let extended = handle.map { sqlite3_extended_errcode($0) } ?? code
+        // Prefer the extended code when it belongs to the same family as `code`.
+        let resolved = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        let message = handle.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+        let offset = handle.map { sqlite3_error_offset($0) } ?? -1
+        self.init(code: ResultCode(rawValue: resolved), message: message, sql: sql, offset: offset >= 0 ? Int(offset) : nil)
+    }
+
+    static func misuse(_ message: String, sql: String? = nil) -> SQLiteError {
+        SQLiteError(code: .misuse, message: message, sql: sql)
+    }
+
+    static let databaseClosed = SQLiteError(code: .misuse, message: "database is closed")
+}

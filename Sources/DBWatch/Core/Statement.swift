@@ -1,0 +1,76 @@
+import CSQLite
+
+/// A prepared SQLite statement, owned by one ``Database``.
+///
+/// Statements come from the connection's cache; users rarely touch them
+/// directly. They are not `Sendable`: use them only inside the access closure
+/// that produced them.
+///
+/// ```swift
+/// try await queue.write { db in
+///     let statement = try db.cachedStatement(sql: "INSERT INTO player (name) VALUES (?)")
+///     for name in ["Arthur", "Barbara"] {
+///         try statement.execute(arguments: [name])
+///     }
+/// }
+/// ```
+public final class Statement {
+    let handle: OpaquePointer
+    unowned let database: Database
+    /// The SQL of this statement.
+    public let sql: String
+    /// What the statement reads and writes, from the authorizer.
+    let footprint: StatementFootprint
+    /// Whether the statement leaves the database unchanged (`sqlite3_stmt_readonly`).
+    public let isReadOnly: Bool
+    /// The result column names, in order.
+    public private(set) var columnNames: [String]
+    private(set) var columnCount: Int32
+
+    init(handle: OpaquePointer, database: Database, sql: String, footprint: StatementFootprint) {
+        self.handle = handle
+        self.database = database
+        self.sql = sql
+        self.footprint = footprint
+        self.isReadOnly = sqlite3_stmt_readonly(handle) != 0
+        self.columnCount = sqlite3_column_count(handle)
+        self.columnNames = Statement.columnNames(of: handle)
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    private static func columnNames(of handle: OpaquePointer) -> [String] {
+        (0..<sqlite3_column_count(handle)).map { index in
+            sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
+        }
+    }
+
+    /// SQLite re-prepared the statement after a schema change by another
+    /// connection: the result columns may differ.
+    func refreshColumns() {
+        columnCount = sqlite3_column_count(handle)
+        columnNames = Statement.columnNames(of: handle)
+    }
+
+    /// Binds `arguments`, checking their number or names against the SQL.
+    func bind(_ arguments: StatementArguments) throws {
+        if arguments.isEmpty && sqlite3_bind_parameter_count(handle) == 0 { return }
+        var consumer = StatementArguments.Consumer(arguments)
+        try consumer.bind(handle, sql: sql, isLastStatement: true)
+    }
+
+    /// Runs the statement to completion with `arguments`, ignoring any rows.
+    ///
+    /// ```swift
+    /// try statement.execute(arguments: ["Arthur"])
+    /// ```
+    public func execute(arguments: StatementArguments = []) throws {
+        try bind(arguments)
+        try database.runToCompletion(self)
+    }
+}
+
+@available(*, unavailable, message: "a statement belongs to one connection and one thread")
+extension Statement: Sendable {}

@@ -1,0 +1,113 @@
+/// A table, named by its schema (`main`, `temp` or an attached name) and its
+/// name, both lowercased because SQLite names are case-insensitive.
+///
+/// ```swift
+/// let table = TableName("Player")   // main.player
+/// print(table)                      // "main.player"
+/// ```
+public struct TableName: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The schema: `main`, `temp`, or the name of an attached database.
+    public let schema: String
+    /// The table name.
+    public let name: String
+
+    /// Creates a table name: `TableName("player")`, `TableName("log", schema: "aux")`.
+    public init(_ name: String, schema: String = "main") {
+        self.schema = schema.lowercased()
+        self.name = name.lowercased()
+    }
+
+    /// `schema.name`
+    public var description: String { "\(schema).\(name)" }
+
+    /// Orders by schema, then name.
+    public static func < (lhs: TableName, rhs: TableName) -> Bool {
+        (lhs.schema, lhs.name) < (rhs.schema, rhs.name)
+    }
+}
+
+/// The columns of one table that a region covers.
+public enum ColumnSet: Hashable, Sendable {
+    /// Every column (and the existence of rows: `count(*)`, `SELECT *`).
+    case all
+    /// Only these columns (lowercased).
+    case columns(Set<String>)
+
+    /// Whether the two sets share a column.
+    func intersects(_ other: ColumnSet) -> Bool {
+        switch (self, other) {
+        case (.all, _), (_, .all): return true
+        case (.columns(let lhs), .columns(let rhs)): return !lhs.isDisjoint(with: rhs)
+        }
+    }
+
+    /// The union of the two sets.
+    func union(_ other: ColumnSet) -> ColumnSet {
+        switch (self, other) {
+        case (.all, _), (_, .all): return .all
+        case (.columns(let lhs), .columns(let rhs)): return .columns(lhs.union(rhs))
+        }
+    }
+}
+
+/// The part of a database a query reads: tables, and columns within them.
+///
+/// DBWatch computes it with SQLite's authorizer while statements are
+/// prepared. A commit that changes nothing in a query's region does not make
+/// the query refetch.
+///
+/// ```swift
+/// let region = try await queue.read { db in
+///     try db.region(of: "SELECT name FROM player WHERE score > 10")
+/// }
+/// print(region)   // "main.player(name, score)"
+/// ```
+public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
+    /// The tables read, with the columns read in each.
+    public private(set) var tables: [TableName: ColumnSet]
+
+    /// The empty region: a query that reads no table (`SELECT 1`).
+    public init() {
+        self.tables = [:]
+    }
+
+    /// A region over whole tables: `DatabaseRegion(tables: [TableName("player")])`.
+    public init(tables: some Sequence<TableName>) {
+        self.tables = Dictionary(tables.map { ($0, .all) }, uniquingKeysWith: { lhs, _ in lhs })
+    }
+
+    /// Whether the region covers no table.
+    public var isEmpty: Bool { tables.isEmpty }
+
+    /// Adds `columns` of `table` to the region.
+    public mutating func insert(_ table: TableName, columns: ColumnSet) {
+        if let existing = tables[table] {
+            tables[table] = existing.union(columns)
+        } else {
+            tables[table] = columns
+        }
+    }
+
+    /// Adds every table and column of `other`.
+    public mutating func formUnion(_ other: DatabaseRegion) {
+        for (table, columns) in other.tables { insert(table, columns: columns) }
+    }
+
+    /// The union of two regions.
+    public func union(_ other: DatabaseRegion) -> DatabaseRegion {
+        var result = self
+        result.formUnion(other)
+        return result
+    }
+
+    /// `main.player(name, score), main.team(*)`, sorted; `(empty)` for no table.
+    public var description: String {
+        if tables.isEmpty { return "(empty)" }
+        return tables.keys.sorted().map { table in
+            switch tables[table]! {
+            case .all: return "\(table)(*)"
+            case .columns(let columns): return "\(table)(\(columns.sorted().joined(separator: ", ")))"
+            }
+        }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,23 @@
+import CSQLite
+
+/// What one prepared statement reads and writes, as the authorizer reported
+/// it during `sqlite3_prepare` (trigger bodies included).
+struct StatementFootprint {
+    /// Tables and columns read.
+    var reads = DatabaseRegion()
+    /// Tables written, with the columns an `UPDATE` sets (`.all` for inserts
+    /// and deletes).
+    var writes: [TableName: ColumnSet] = [:]
+    /// `CREATE`, `DROP`, `ALTER`, `ATTACH`, `DETACH`: every query may change.
+    var changesSchema = false
+    /// A transaction statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`).
+    var controlsTransaction = false
+
+    mutating func recordWrite(_ table: TableName, columns: ColumnSet) {
+        if let existing = writes[table] {
+            writes[table] = existing.union(columns)
+        } else {
+            writes[table] = columns
+        }
+    }
+}

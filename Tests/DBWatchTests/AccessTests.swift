@@ -1,0 +1,178 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Queue and pool access")
+struct AccessTests {
+    static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+    @Test func poolReadersRunWhileWriterHoldsATransaction() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            let inside = Gate()
+            let release = Gate()
+            try await withTimeout {
+                async let write: Void = pool.write { db in
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('pending')")
+                    inside.open()
+                    release.blockingWait()
+                }
+                await inside.wait()
+                // Two readers in parallel, both on the last committed state.
+                async let first = pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+                async let second = pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+                let counts = try await [first, second]
+                #expect(counts == [0, 0])
+                release.open()
+                try await write
+            }
+            let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+            #expect(count == 1)
+        }
+    }
+
+    @Test func poolReadsSeeOneSnapshot() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            let firstRead = Gate()
+            let committed = Gate()
+            try await withTimeout {
+                async let counts = pool.read { db -> [Int] in
+                    let first = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player")!
+                    firstRead.open()
+                    committed.blockingWait()
+                    let second = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player")!
+                    return [first, second]
+                }
+                await firstRead.wait()
+                try await pool.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('new')") }
+                committed.open()
+                #expect(try await counts == [0, 0])
+            }
+        }
+    }
+
+    @Test(arguments: ["queue", "pool"])
+    func cancellationInterruptsALongQuery(kind: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let database: any DatabaseWriter =
+                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            let started = Gate()
+            let task = Task {
+                try await database.read { db in
+                    started.open()
+                    return try db.fetchOne(Int.self, sql: AccessTests.endlessQuery)
+                }
+            }
+            try await withTimeout {
+                await started.wait()
+                let clock = ContinuousClock()
+                let start = clock.now
+                task.cancel()
+                let result = await task.result
+                let elapsed = clock.now - start
+                #expect(elapsed < .seconds(1))
+                #expect(throws: CancellationError.self) { try result.get() }
+            }
+            // The connection is still usable.
+            let value = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 42") }
+            #expect(value == 42)
+        }
+    }
+
+    @Test func cancelledWriteRollsBack() async throws {
+        let queue = try await makePlayerQueue()
+        let started = Gate()
+        let task = Task {
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO player (name) VALUES ('never')")
+                started.open()
+                _ = try db.fetchOne(Int.self, sql: AccessTests.endlessQuery)
+            }
+        }
+        try await withTimeout {
+            await started.wait()
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+        }
+        let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+        #expect(count == 0)
+    }
+
+    @Test func alreadyCancelledTaskDoesNotRun() async throws {
+        let queue = try await makePlayerQueue()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('never')") }
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+        #expect(count == 0)
+    }
+
+    @Test(arguments: ["queue", "pool"])
+    func useAfterCloseThrows(kind: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let database: any DatabaseWriter =
+                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
+            database.close()
+            database.close()  // idempotent
+            do {
+                _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
+                Issue.record("expected an error")
+            } catch let error as SQLiteError {
+                #expect(error.code == .misuse)
+                #expect(error.message == "database is closed")
+            }
+            await #expect(throws: SQLiteError.self) {
+                try await database.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+            }
+        }
+    }
+
+    @Test func releasingThePoolClosesItsConnections() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            var pool: DatabasePool? = try DatabasePool(path: path)
+            try await pool!.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
+            _ = try await pool!.read { db in try db.fetchAll(sql: "SELECT * FROM t") }
+            #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+            pool = nil
+            // The last connection to close checkpoints and removes the WAL file.
+            #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+            let queue = try DatabaseQueue(path: path)
+            let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            #expect(count == 1)
+        }
+    }
+
+    @Test func manyConcurrentReadsAndWrites() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            try await withTimeout {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<50 {
+                        group.addTask {
+                            try await pool.write { db in
+                                try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: ["p\(index)"])
+                            }
+                        }
+                        group.addTask {
+                            let count = try await pool.read { db in
+                                try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player")!
+                            }
+                            #expect((0...50).contains(count))
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+            #expect(count == 50)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import DBWatch
+import Testing
+
+@Suite("Statement cache")
+struct StatementCacheTests {
+    @Test func statementsAreReused() async throws {
+        let queue = try DatabaseQueue()
+        let same = try await queue.read { db in
+            try db.cachedStatement(sql: "SELECT 1") === db.cachedStatement(sql: "SELECT 1")
+        }
+        #expect(same)
+    }
+
+    @Test func schemaChangeOnSameConnection() async throws {
+        let queue = try DatabaseQueue()
+        let (before, after) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)")
+            let before = try db.fetchOne(sql: "SELECT * FROM t")!
+            let statement = try db.cachedStatement(sql: "SELECT * FROM t")
+            try db.execute(sql: "ALTER TABLE t ADD COLUMN b DEFAULT 2")
+            #expect(try db.cachedStatement(sql: "SELECT * FROM t") !== statement)
+            return (before, try db.fetchOne(sql: "SELECT * FROM t")!)
+        }
+        #expect(before.columnNames == ["a"])
+        #expect(after.columnNames == ["a", "b"])
+        #expect(after.values == [.integer(1), .integer(2)])
+    }
+
+    @Test func schemaChangeByAnotherConnection() async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = Configuration()
+            configuration.maximumReaderCount = 1
+            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
+            let before = try await pool.read { db in try db.fetchOne(sql: "SELECT * FROM t")! }
+            try await pool.write { db in try db.execute(sql: "ALTER TABLE t ADD COLUMN b DEFAULT 2") }
+            // The reader's cached statement is re-prepared by SQLite; its columns follow.
+            let after = try await pool.read { db in try db.fetchOne(sql: "SELECT * FROM t")! }
+            #expect(before.columnNames == ["a"])
+            #expect(after.columnNames == ["a", "b"])
+            #expect(after.values == [.integer(1), .integer(2)])
+            let decoded = try await pool.read { db in try db.fetchAll(Int.self, sql: "SELECT b FROM t") }
+            #expect(decoded == [2])
+        }
+    }
+
+    @Test func droppedTableIsAnErrorThenRecovers() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
+        _ = try await queue.read { db in try db.fetchAll(sql: "SELECT a FROM t") }
+        try await queue.write { db in try db.execute(sql: "DROP TABLE t") }
+        await #expect(throws: SQLiteError.self) {
+            try await queue.read { db in try db.fetchAll(sql: "SELECT a FROM t") }
+        }
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (5)") }
+        let values = try await queue.read { db in try db.fetchAll(Int.self, sql: "SELECT a FROM t") }
+        #expect(values == [5])
+    }
+}

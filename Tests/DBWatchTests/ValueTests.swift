@@ -1,0 +1,171 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Values round-trip")
+struct ValueTests {
+    /// Binds `value`, stores it, reads it back as `T` and as a raw value.
+    func roundTrip<T: DatabaseValueConvertible & Decodable & Equatable>(_ value: T) async throws -> T? {
+        let queue = try DatabaseQueue()
+        return try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v)")
+            try db.execute(sql: "INSERT INTO t (v) VALUES (?)", arguments: [value])
+            return try db.fetchOne(T.self, sql: "SELECT v FROM t")
+        }
+    }
+
+    @Test func integers() async throws {
+        #expect(try await roundTrip(Int64.min) == Int64.min)
+        #expect(try await roundTrip(Int64.max) == Int64.max)
+        #expect(try await roundTrip(Int(-42)) == -42)
+        #expect(try await roundTrip(Int32.max) == Int32.max)
+        #expect(try await roundTrip(UInt8(255)) == 255)
+        #expect(try await roundTrip(Int8.min) == Int8.min)
+        #expect(try await roundTrip(UInt32.max) == UInt32.max)
+    }
+
+    @Test func doubles() async throws {
+        #expect(try await roundTrip(Double.infinity) == .infinity)
+        #expect(try await roundTrip(-Double.infinity) == -.infinity)
+        #expect(try await roundTrip(Double.leastNonzeroMagnitude) == .leastNonzeroMagnitude)
+        #expect(try await roundTrip(-0.5) == -0.5)
+        #expect(try await roundTrip(Float(1.5)) == 1.5)
+    }
+
+    @Test func nanIsStoredAsNull() async throws {
+        let queue = try DatabaseQueue()
+        let stored = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v)")
+            try db.execute(sql: "INSERT INTO t (v) VALUES (?)", arguments: [Double.nan])
+            return try db.fetchOne(sql: "SELECT v FROM t")![0]
+        }
+        #expect(stored == .null)
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchOne(Double.self, sql: "SELECT v FROM t") }
+        }
+    }
+
+    @Test func hostileStrings() async throws {
+        for text in ["it's", "'; DROP TABLE t;--", "a\0b\0", "", "é🎉\u{0}", String(repeating: "x", count: 100_000)] {
+            #expect(try await roundTrip(text) == text)
+        }
+    }
+
+    @Test func blobs() async throws {
+        #expect(try await roundTrip(Data()) == Data())
+        #expect(try await roundTrip(Data([0, 1, 2, 0, 255])) == Data([0, 1, 2, 0, 255]))
+        let big = Data((0..<(16 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        #expect(try await roundTrip(big) == big)
+    }
+
+    @Test func emptyBlobIsNotNull() async throws {
+        let queue = try DatabaseQueue()
+        let type = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v)")
+            try db.execute(sql: "INSERT INTO t (v) VALUES (?)", arguments: [Data()])
+            return try db.fetchOne(String.self, sql: "SELECT typeof(v) FROM t")
+        }
+        #expect(type == "blob")
+    }
+
+    @Test func boolsAndOptionals() async throws {
+        #expect(try await roundTrip(true) == true)
+        #expect(try await roundTrip(false) == false)
+        #expect(try await roundTrip(String?.none) == .some(nil))
+        #expect(try await roundTrip(Int?.some(3)) == .some(3))
+    }
+
+    @Test func rawDatabaseValues() async throws {
+        let queue = try DatabaseQueue()
+        let row = try await queue.read { db in
+            try db.fetchOne(sql: "SELECT NULL, 1, 1.5, 'a', x'00ff'")!
+        }
+        #expect(row.values == [.null, .integer(1), .real(1.5), .text("a"), .blob(Data([0, 255]))])
+        #expect(row[3] == .text("a"))
+        #expect(DatabaseValue.text("it's").description == "'it''s'")
+    }
+
+    @Test func typedAccessNeverSilentlyNil() async throws {
+        let queue = try DatabaseQueue()
+        let row = try await queue.read { db in try db.fetchOne(sql: "SELECT 1 AS id, 'x' AS name, NULL AS gone, 300 AS big")! }
+        #expect(try row.decode(Int.self, at: "ID") == 1)
+        #expect(try row.decode(String.self, at: 1) == "x")
+        #expect(try row.decode(String?.self, at: "gone") == nil)
+        #expect(row["missing"] == nil)
+        #expect(throws: DecodingError.self) { try row.decode(String.self, at: "id") }  // integer is not text
+        #expect(throws: DecodingError.self) { try row.decode(Int.self, at: "name") }
+        #expect(throws: DecodingError.self) { try row.decode(Int.self, at: "gone") }  // NULL
+        #expect(throws: DecodingError.self) { try row.decode(Int.self, at: "missing") }
+        #expect(throws: DecodingError.self) { try row.decode(Int.self, at: 7) }
+        #expect(throws: DecodingError.self) { try row.decode(UInt8.self, at: "big") }  // out of range
+    }
+
+    @Test func decodableRows() async throws {
+        struct Item: Decodable, Equatable {
+            enum Kind: String, Decodable { case small, large }
+            var id: Int
+            var label: String
+            var weight: Double
+            var kind: Kind
+            var note: String?
+            var payload: Data
+            var flag: Bool
+        }
+        let queue = try DatabaseQueue()
+        let items = try await queue.read { db in
+            try db.fetchAll(
+                Item.self,
+                sql: "SELECT 1 AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag")
+        }
+        #expect(items == [Item(id: 1, label: "a", weight: 2, kind: .large, note: nil, payload: Data([1]), flag: true)])
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchAll(Item.self, sql: "SELECT 1 AS id") }
+        }
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in
+                try db.fetchOne(
+                    Item.self,
+                    sql: "SELECT 'x' AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag"
+                )
+            }
+        }
+    }
+
+    @Test func singleValues() async throws {
+        let queue = try await makePlayerQueue()
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO player (name, score) VALUES ('a', 1), ('b', 2), ('c', 3)")
+        }
+        let (names, total, missing, optional) = try await queue.read { db in
+            (
+                try db.fetchAll(String.self, sql: "SELECT name FROM player ORDER BY id"),
+                try db.fetchOne(Int.self, sql: "SELECT sum(score) FROM player"),
+                try db.fetchOne(Int.self, sql: "SELECT score FROM player WHERE id = 99"),
+                try db.fetchAll(String?.self, sql: "SELECT NULL UNION ALL SELECT 'x'")
+            )
+        }
+        #expect(names == ["a", "b", "c"])
+        #expect(total == 6)
+        #expect(missing == nil)
+        #expect(optional == [nil, "x"])
+    }
+
+    @Test func cursorsStepWithoutArrays() async throws {
+        let queue = try DatabaseQueue()
+        let (sum, firstRows) = try await queue.read { db in
+            let cursor = try db.fetchCursor(
+                Int.self, sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000) SELECT x FROM c")
+            var sum = 0
+            while let value = try cursor.next() { sum += value }
+            // A cursor dropped early resets its statement; the next one starts over.
+            var firstRows: [Int] = []
+            for _ in 0..<2 {
+                let rows = try db.fetchCursor(sql: "SELECT 1 UNION ALL SELECT 2")
+                firstRows.append(try rows.next()!.decode(Int.self, at: 0))
+            }
+            return (sum, firstRows)
+        }
+        #expect(sum == 100_000 * 100_001 / 2)
+        #expect(firstRows == [1, 1])
+    }
+}
