@@ -14,6 +14,7 @@ public final class DatabasePool: DatabaseWriter {
     public let configuration: Configuration
     let writerJobs = JobQueue()
     let readerJobs = JobQueue()
+    let observationHost: ObservationHost
 
     /// Opens a pool, turning on WAL mode and `synchronous = NORMAL`.
     ///
@@ -30,6 +31,9 @@ public final class DatabasePool: DatabaseWriter {
         self.path = path
         self.configuration = configuration
         let writer = try Database(path: path, configuration: configuration)
+        let center = ObservationCenter(logger: configuration.logger)
+        writer.changeCollector = ChangeCollector(center: center)
+        observationHost = ObservationHost(center: center, fetchQueue: readerJobs)
         if !configuration.readOnly {
             let mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
             guard mode?.lowercased() == "wal" else {
@@ -60,7 +64,7 @@ public final class DatabasePool: DatabaseWriter {
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await writerJobs.perform { db in
-            try db.inTransaction(.immediate) { try body(db) }
+            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
         }
     }
 
@@ -73,7 +77,7 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in try body(db) }
+        try await writerJobs.perform { db in try db.runWriteJob { try body(db) } }
     }
 
     /// Runs `body` on a reader connection in a transaction on one snapshot:
@@ -99,4 +103,42 @@ public final class DatabasePool: DatabaseWriter {
         writerJobs.close()
         writerJobs.waitForWorkersUnlessCalledFromOne()
     }
+
+    // MARK: - Observation
+
+    /// Observes `request`: its current value at once, then a new value after
+    /// every commit that can change it.
+    ///
+    /// ```swift
+    /// for try await players in database.observe(TopPlayers(), options: ObservationOptions()) { … }
+    /// ```
+    public func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
+        observationHost.observe(request, options: options)
+    }
+
+    /// The counters of the running observation of `request`, or `nil`.
+    ///
+    /// ```swift
+    /// let fetches = database.statistics(for: TopPlayers())?.fetches
+    /// ```
+    public func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
+        observationHost.statistics(for: request)
+    }
+
+    /// Fetches `request` once and tells which tables and columns its
+    /// observation watches.
+    ///
+    /// ```swift
+    /// print(try await database.explain(TopPlayers()))
+    /// ```
+    public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
+        try await observationHost.explain(request)
+    }
+
+    /// The number of running observations (identical requests count once).
+    ///
+    /// ```swift
+    /// assert(database.observationCount == 0)
+    /// ```
+    public var observationCount: Int { observationHost.center.count }
 }

@@ -18,6 +18,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// The configuration the queue was opened with.
     public let configuration: Configuration
     let jobs = JobQueue()
+    let observationHost: ObservationHost
 
     /// Opens a queue.
     ///
@@ -30,6 +31,9 @@ public final class DatabaseQueue: DatabaseWriter {
         self.path = path
         self.configuration = configuration
         let database = try Database(path: path, configuration: configuration)
+        let center = ObservationCenter(logger: configuration.logger)
+        database.changeCollector = ChangeCollector(center: center)
+        observationHost = ObservationHost(center: center, fetchQueue: jobs)
         ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {
             // The connection was opened above; reopening happens only after close, which refuses jobs.
             throw SQLiteError.databaseClosed
@@ -53,7 +57,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await jobs.perform { db in
-            try db.inTransaction(.immediate) { try body(db) }
+            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
         }
     }
 
@@ -67,7 +71,7 @@ public final class DatabaseQueue: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await jobs.perform { db in try body(db) }
+        try await jobs.perform { db in try db.runWriteJob { try body(db) } }
     }
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
@@ -90,4 +94,42 @@ public final class DatabaseQueue: DatabaseWriter {
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne()
     }
+
+    // MARK: - Observation
+
+    /// Observes `request`: its current value at once, then a new value after
+    /// every commit that can change it.
+    ///
+    /// ```swift
+    /// for try await players in database.observe(TopPlayers(), options: ObservationOptions()) { … }
+    /// ```
+    public func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
+        observationHost.observe(request, options: options)
+    }
+
+    /// The counters of the running observation of `request`, or `nil`.
+    ///
+    /// ```swift
+    /// let fetches = database.statistics(for: TopPlayers())?.fetches
+    /// ```
+    public func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
+        observationHost.statistics(for: request)
+    }
+
+    /// Fetches `request` once and tells which tables and columns its
+    /// observation watches.
+    ///
+    /// ```swift
+    /// print(try await database.explain(TopPlayers()))
+    /// ```
+    public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
+        try await observationHost.explain(request)
+    }
+
+    /// The number of running observations (identical requests count once).
+    ///
+    /// ```swift
+    /// assert(database.observationCount == 0)
+    /// ```
+    public var observationCount: Int { observationHost.center.count }
 }

@@ -19,4 +19,29 @@ public protocol DatabaseWriter: AnyObject, Sendable {
 
     /// Closes every connection; later use throws ``ResultCode/misuse``.
     func close()
+
+    /// Observes `request`: its current value at once, then a new value after
+    /// every commit that can change it. See ``QueryObservation``.
+    func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R>
+
+    /// The counters of the running observation of `request`, or `nil` when
+    /// none runs.
+    func statistics<R: Queryable>(for request: R) -> ObservationStatistics?
+
+    /// Fetches `request` once and tells what its observation watches.
+    func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation
+
+    /// The number of running observations (identical requests count once).
+    var observationCount: Int { get }
+}
+
+extension DatabaseWriter {
+    /// Observes `request` with default options (no rate limit).
+    ///
+    /// ```swift
+    /// for try await players in queue.observe(TopPlayers()) { … }
+    /// ```
+    public func observe<R: Queryable>(_ request: R) -> QueryObservation<R> {
+        observe(request, options: ObservationOptions())
+    }
 }

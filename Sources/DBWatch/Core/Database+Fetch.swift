@@ -16,6 +16,7 @@ extension Database {
     public func execute(sql: String, arguments: StatementArguments = []) throws {
         if let statement = try? cachedStatement(sql: sql) {
             try statement.bind(arguments)
+            if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
             try runToCompletion(statement)
             return
         }
@@ -35,6 +36,7 @@ extension Database {
             remaining = tail
             guard let statement else { continue }
             ranAny = true
+            if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)
             try runToCompletion(statement)
         }
@@ -48,6 +50,7 @@ extension Database {
     func boundStatement(sql: String, arguments: StatementArguments) throws -> Statement {
         let statement = try cachedStatement(sql: sql)
         try statement.bind(arguments)
+        if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
         return statement
     }
 

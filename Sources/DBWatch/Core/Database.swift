@@ -41,6 +41,9 @@ public final class Database {
     /// Collects the changes of write transactions when observations exist.
     var changeCollector: ChangeCollector?
 
+    /// While set, every statement run adds what it reads (see ``DatabaseRegion``).
+    var regionRecorder: DatabaseRegion?
+
     /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
     var savepointDepth = 0
 
@@ -204,6 +207,7 @@ public final class Database {
     /// Steps `statement` once. Returns `true` when a row is available.
     @inline(__always)
     func step(_ statement: Statement) throws -> Bool {
+        if let changeCollector { changeCollector.statementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {
             if authorizerRanOutsidePrepare { statementWasReprepared(statement) }

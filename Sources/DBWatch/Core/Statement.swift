@@ -68,6 +68,7 @@ public final class Statement {
     /// ```
     public func execute(arguments: StatementArguments = []) throws {
         try bind(arguments)
+        if database.regionRecorder != nil { database.regionRecorder!.formUnion(footprint.reads) }
         try database.runToCompletion(self)
     }
 }

@@ -1,8 +1,191 @@
 import CSQLite
 
-/// Collects what write transactions change on one connection. (Filled in by
-/// the tracking layer.)
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Collects what write transactions change on one connection and publishes
+/// each successful commit to an ``ObservationCenter``.
+///
+/// The pre-update hook reports every changed row (also in `WITHOUT ROWID`
+/// tables and the implicit deletes of `REPLACE`); the authorizer's
+/// footprint of each statement adds the columns an `UPDATE` sets and the
+/// tables no hook reports (virtual tables such as FTS5, written through
+/// shadow tables). A commit publishes only after the committing statement
+/// has finished successfully: the commit hook can fire for a commit that
+/// then fails. A rollback discards everything.
+///
+/// Hooks are installed only while observations exist; without any, a write
+/// pays nothing per row or per commit.
 final class ChangeCollector {
-    func statementDidFinish(_ statement: Statement, succeeded: Bool, in database: Database) {}
-    func uninstall(from handle: OpaquePointer) {}
+    let center: ObservationCenter
+    private(set) var hooksInstalled = false
+
+    /// Changes of the open transaction.
+    private var pending = DatabaseChanges()
+    /// The commit hook fired; the committing statement has not finished yet.
+    private var commitRequested = false
+    /// The statement being stepped, to attribute updated columns.
+    private var currentStatement: Statement?
+    /// `sqlite3_total_changes64` when the previous statement finished.
+    private var totalChangesMark: Int64 = 0
+    /// The job started without hooks; if observers appear before it ends,
+    /// its changes are unknown.
+    private var jobStartedUnhooked = false
+    private var schemaChangedInJob = false
+
+    /// One-entry cache from the hook's C table name to a `TableName`.
+    private var cachedName: [CChar] = [0]
+    private var cachedSchemaIsMain = true
+    private var cachedTable = TableName("")
+
+    init(center: ObservationCenter) {
+        self.center = center
+    }
+
+    // MARK: - Jobs
+
+    /// Called on the writer thread before each write job: installs or
+    /// removes the hooks depending on whether observations exist.
+    func jobWillStart(on database: Database) {
+        guard let handle = database.handle else { return }
+        let observed = center.hasObservations
+        if observed && !hooksInstalled {
+            install(on: handle, database: database)
+        } else if !observed && hooksInstalled {
+            uninstall(from: handle)
+        }
+        jobStartedUnhooked = !hooksInstalled
+        schemaChangedInJob = false
+        totalChangesMark = sqlite3_total_changes64(handle)
+    }
+
+    /// Called after each write job. Covers the window in which the first
+    /// observation registered while an unhooked job was running.
+    func jobDidFinish(on database: Database) {
+        guard jobStartedUnhooked, let handle = database.handle, center.hasObservations else { return }
+        jobStartedUnhooked = false
+        if sqlite3_total_changes64(handle) != totalChangesMark || schemaChangedInJob {
+            var changes = DatabaseChanges()
+            changes.affectsEverything = true
+            center.didCommit(changes)
+        }
+    }
+
+    private func install(on handle: OpaquePointer, database: Database) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        sqlite3_preupdate_hook(handle, preUpdateHook, context)
+        sqlite3_commit_hook(handle, commitHook, context)
+        sqlite3_rollback_hook(handle, rollbackHook, context)
+        hooksInstalled = true
+        pending = DatabaseChanges()
+        commitRequested = false
+    }
+
+    func uninstall(from handle: OpaquePointer) {
+        guard hooksInstalled else { return }
+        sqlite3_preupdate_hook(handle, nil, nil)
+        sqlite3_commit_hook(handle, nil, nil)
+        sqlite3_rollback_hook(handle, nil, nil)
+        hooksInstalled = false
+        pending = DatabaseChanges()
+        commitRequested = false
+        currentStatement = nil
+    }
+
+    // MARK: - Statements
+
+    @inline(__always)
+    func statementWillStep(_ statement: Statement) {
+        currentStatement = statement
+    }
+
+    /// The statement finished (done, failed, or reset early).
+    func statementDidFinish(_ statement: Statement, succeeded: Bool, in database: Database) {
+        if statement.footprint.changesSchema { schemaChangedInJob = true }
+        guard hooksInstalled, let handle = database.handle else { return }
+        currentStatement = nil
+        if statement.footprint.changesSchema && succeeded {
+            pending.affectsEverything = true
+        }
+        let total = sqlite3_total_changes64(handle)
+        if succeeded && total != totalChangesMark {
+            // Tables the statement writes but no hook reported: virtual
+            // tables (their shadow tables are what the hooks see).
+            for (table, columns) in statement.footprint.writes where pending.tables[table] == nil {
+                pending.insert(table, columns: columns)
+            }
+        }
+        totalChangesMark = total
+        if commitRequested {
+            commitRequested = false
+            if succeeded && sqlite3_get_autocommit(handle) != 0 {
+                let changes = pending
+                pending = DatabaseChanges()
+                if !changes.isEmpty { center.didCommit(changes) }
+            }
+            // Otherwise the commit failed: either SQLite rolled back (the
+            // rollback hook cleared `pending`) or the transaction is still
+            // open (a busy COMMIT) and its changes stay pending.
+        }
+    }
+
+    // MARK: - Hooks
+
+    @inline(__always)
+    fileprivate func rowWillChange(operation: Int32, schema: UnsafePointer<CChar>, table: UnsafePointer<CChar>) {
+        let tableName = resolve(schema: schema, table: table)
+        let columns: ColumnSet
+        if operation == SQLITE_UPDATE {
+            columns = currentStatement?.footprint.writes[tableName] ?? .all
+        } else {
+            columns = .all
+        }
+        pending.insert(tableName, columns: columns)
+    }
+
+    @inline(__always)
+    private func resolve(schema: UnsafePointer<CChar>, table: UnsafePointer<CChar>) -> TableName {
+        let schemaIsMain = strcmp(schema, "main") == 0
+        // Compare the text, not the pointer: after a schema change SQLite
+        // may reuse the memory of a dropped table's name.
+        if schemaIsMain == cachedSchemaIsMain, cachedName.withUnsafeBufferPointer({ strcmp($0.baseAddress!, table) == 0 }) {
+            if schemaIsMain { return cachedTable }
+            return TableName(String(cString: table), schema: String(cString: schema))
+        }
+        let name = TableName(String(cString: table), schema: String(cString: schema))
+        cachedName = Array(UnsafeBufferPointer(start: table, count: strlen(table) + 1))
+        cachedSchemaIsMain = schemaIsMain
+        cachedTable = name
+        return name
+    }
+
+    fileprivate func transactionWillCommit() {
+        commitRequested = true
+    }
+
+    fileprivate func transactionDidRollback() {
+        pending = DatabaseChanges()
+        commitRequested = false
+    }
+}
+
+private func preUpdateHook(
+    _ context: UnsafeMutableRawPointer?, _ db: OpaquePointer?, _ operation: Int32,
+    _ schema: UnsafePointer<CChar>?, _ table: UnsafePointer<CChar>?, _ oldKey: sqlite3_int64, _ newKey: sqlite3_int64
+) {
+    guard let context, let schema, let table else { return }
+    Unmanaged<ChangeCollector>.fromOpaque(context).takeUnretainedValue()
+        .rowWillChange(operation: operation, schema: schema, table: table)
+}
+
+private func commitHook(_ context: UnsafeMutableRawPointer?) -> Int32 {
+    guard let context else { return 0 }
+    Unmanaged<ChangeCollector>.fromOpaque(context).takeUnretainedValue().transactionWillCommit()
+    return 0
+}
+
+private func rollbackHook(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<ChangeCollector>.fromOpaque(context).takeUnretainedValue().transactionDidRollback()
 }

@@ -1,0 +1,176 @@
+import Logging
+import Synchronization
+
+/// A running observation as the center sees it.
+protocol ObservationDriving: AnyObject, Sendable {
+    /// A commit touched the observation's region: refetch (coalesced).
+    func commitDidTouchRegion()
+}
+
+/// The observations of one database: indexes them by the tables they read,
+/// so that a commit costs work only for the observations whose region it
+/// touches, and keeps a short log of recent commits so that an observation
+/// whose region was unknown or changed during a fetch misses nothing.
+final class ObservationCenter: Sendable {
+    private struct Entry {
+        let driver: any ObservationDriving
+        var region: DatabaseRegion?
+        var notifications = 0
+        let registeredAt: UInt64
+        let sharingKey: SharingKey?
+    }
+
+    private struct RecentCommit {
+        let serial: UInt64
+        let changes: DatabaseChanges
+    }
+
+    private struct State {
+        var commitSerial: UInt64 = 0
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var shared: [SharingKey: ObjectIdentifier] = [:]
+        var byTable: [TableName: [ObjectIdentifier: ColumnSet]] = [:]
+        /// Recent commits, oldest first.
+        var recent: [RecentCommit] = []
+    }
+
+    /// At least this many recent commits are kept for fetches in flight; a
+    /// fetch that outlives more commits than the log holds refetches
+    /// conservatively.
+    static let recentCommitCapacity = 128
+
+    private let state = Mutex(State())
+    private let observationCount = Atomic<Int>(0)
+    let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Whether any observation runs: read by the writer before each job.
+    var hasObservations: Bool { observationCount.load(ordering: .acquiring) > 0 }
+
+    /// The number of running observations (shared requests count once).
+    var count: Int { observationCount.load(ordering: .acquiring) }
+
+    /// The serial of the last published commit.
+    var commitSerial: UInt64 { state.withLock { $0.commitSerial } }
+
+    // MARK: - Registration
+
+    /// Returns the running driver shared under `key`, or registers the one
+    /// `make` creates. Registration happens before the first fetch.
+    func driver<D: ObservationDriving>(sharedAs key: SharingKey?, make: () -> D) -> (D, isNew: Bool) {
+        state.withLock { state in
+            if let key, let id = state.shared[key], let existing = state.entries[id]?.driver as? D {
+                return (existing, false)
+            }
+            let driver = make()
+            let id = ObjectIdentifier(driver)
+            state.entries[id] = Entry(driver: driver, registeredAt: state.commitSerial, sharingKey: key)
+            if let key { state.shared[key] = id }
+            observationCount.add(1, ordering: .releasing)
+            return (driver, true)
+        }
+    }
+
+    /// Removes a driver and its index entries.
+    func remove(_ driver: some ObservationDriving) {
+        let id = ObjectIdentifier(driver)
+        state.withLock { state in
+            guard let entry = state.entries.removeValue(forKey: id) else { return }
+            if let key = entry.sharingKey, state.shared[key] == id { state.shared[key] = nil }
+            if let region = entry.region { Self.unindex(id, region: region, in: &state) }
+            observationCount.subtract(1, ordering: .releasing)
+            if state.entries.isEmpty { state.recent.removeAll() }
+        }
+    }
+
+    /// Records the region of a finished fetch. Returns whether a commit
+    /// published after `startSerial` touched that region (the fetch may not
+    /// have seen it, so the driver must fetch again).
+    func fetchDidFinish(_ driver: some ObservationDriving, region: DatabaseRegion, startSerial: UInt64) -> Bool {
+        let id = ObjectIdentifier(driver)
+        return state.withLock { state in
+            guard var entry = state.entries[id] else { return false }
+            if entry.region != region {
+                if let old = entry.region { Self.unindex(id, region: old, in: &state) }
+                for (table, columns) in region.tables {
+                    state.byTable[table, default: [:]][id] = columns
+                }
+                entry.region = region
+                state.entries[id] = entry
+            }
+            guard startSerial < state.commitSerial else { return false }
+            let oldest = state.recent.first?.serial ?? state.commitSerial + 1
+            if startSerial + 1 < oldest { return true }  // the log no longer covers the fetch
+            return state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
+        }
+    }
+
+    private static func unindex(_ id: ObjectIdentifier, region: DatabaseRegion, in state: inout State) {
+        for table in region.tables.keys {
+            state.byTable[table]?[id] = nil
+            if state.byTable[table]?.isEmpty == true { state.byTable[table] = nil }
+        }
+    }
+
+    // MARK: - Commits
+
+    /// Publishes a commit (on the writer's thread, after the committing
+    /// statement finished): every observation whose region it touches refetches.
+    func didCommit(_ changes: DatabaseChanges) {
+        var touched: [any ObservationDriving] = []
+        state.withLock { state in
+            state.commitSerial += 1
+            guard !state.entries.isEmpty else { return }
+            state.recent.append(RecentCommit(serial: state.commitSerial, changes: changes))
+            if state.recent.count > 2 * Self.recentCommitCapacity {
+                state.recent.removeFirst(state.recent.count - Self.recentCommitCapacity)
+            }
+            if changes.affectsEverything {
+                for (id, entry) in state.entries {
+                    state.entries[id]!.notifications += 1
+                    touched.append(entry.driver)
+                }
+                return
+            }
+            var ids: Set<ObjectIdentifier> = []
+            for (table, columns) in changes.tables {
+                guard let observers = state.byTable[table] else { continue }
+                for (id, read) in observers where read.intersects(columns) { ids.insert(id) }
+            }
+            for id in ids {
+                state.entries[id]!.notifications += 1
+                touched.append(state.entries[id]!.driver)
+            }
+        }
+        for driver in touched { driver.commitDidTouchRegion() }
+    }
+
+    // MARK: - Statistics
+
+    /// Notified and skipped counts and the region for `driver`.
+    func statistics(of driver: some ObservationDriving) -> (notified: Int, skipped: Int, region: DatabaseRegion)? {
+        state.withLock { state in
+            guard let entry = state.entries[ObjectIdentifier(driver)] else { return nil }
+            let since = Int(state.commitSerial - entry.registeredAt)
+            return (entry.notifications, max(0, since - entry.notifications), entry.region ?? DatabaseRegion())
+        }
+    }
+
+    /// The driver running for `key`, if any.
+    func sharedDriver(for key: SharingKey) -> (any ObservationDriving)? {
+        state.withLock { state in state.shared[key].flatMap { state.entries[$0]?.driver } }
+    }
+}
+
+/// Identifies a request for sharing one observation between identical
+/// requests (the type and the value).
+struct SharingKey: Hashable, @unchecked Sendable {  // built only from Queryable values, which are Sendable
+    private let value: AnyHashable
+
+    init<R: Queryable>(_ request: R) {
+        value = AnyHashable(request)
+    }
+}

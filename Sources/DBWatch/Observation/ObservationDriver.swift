@@ -1,0 +1,217 @@
+import Synchronization
+
+/// Runs one observed request: fetches it on a reader (never holding the
+/// writer), one fetch in flight and at most one pending, and delivers each
+/// new result to its subscribers. Identical requests share one driver.
+final class ObservationDriver<Request: Queryable>: ObservationDriving {
+    private struct State {
+        var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
+        /// The last delivered result, for deduplication and late subscribers.
+        var lastResult: Result<Request.Value, any Error>?
+        var isFetching = false
+        var needsFetch = false
+        var fetches = 0
+        var valuesDelivered = 0
+        /// Rate limit: when the next fetch may start, and whether a timer waits for it.
+        var nextFetchAllowedAt: Duration?
+        var timerScheduled = false
+        var isStopped = false
+    }
+
+    let request: Request
+    private let options: ObservationOptions
+    private let center: ObservationCenter
+    private let fetchQueue: JobQueue
+    private let state = Mutex(State())
+    private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
+
+    init(request: Request, options: ObservationOptions, center: ObservationCenter, fetchQueue: JobQueue) {
+        self.request = request
+        self.options = options
+        self.center = center
+        self.fetchQueue = fetchQueue
+        if Request.Value.self is any Equatable.Type {
+            self.deduplicate = { lhs, rhs in areEqual(lhs, rhs) }
+        } else {
+            self.deduplicate = { _, _ in false }
+        }
+    }
+
+    // MARK: - Subscribers
+
+    /// Adds a subscriber. It receives the current value at once when the
+    /// driver holds one that no commit has outdated; otherwise the result of
+    /// the fetch in flight or the next one.
+    func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
+        let immediate = state.withLock { state -> Result<Request.Value, any Error>? in
+            state.subscribers[ObjectIdentifier(subscription)] = subscription
+            if startFetch {
+                state.isFetching = true
+                return nil
+            }
+            return state.isFetching || state.needsFetch ? nil : state.lastResult
+        }
+        if let immediate { subscription.offer(immediate) }
+        if startFetch { enqueueFetch() }
+    }
+
+    /// Removes a subscriber; the last one stops the driver.
+    func remove(_ id: ObjectIdentifier) {
+        let isLast = state.withLock { state -> Bool in
+            state.subscribers[id] = nil
+            if state.subscribers.isEmpty && !state.isStopped {
+                state.isStopped = true
+                return true
+            }
+            return false
+        }
+        if isLast { center.remove(self) }
+    }
+
+    var statistics: ObservationStatistics {
+        var statistics = ObservationStatistics()
+        state.withLock { state in
+            statistics.fetches = state.fetches
+            statistics.valuesDelivered = state.valuesDelivered
+        }
+        if let counts = center.statistics(of: self) {
+            statistics.changesNotified = counts.notified
+            statistics.changesSkipped = counts.skipped
+            statistics.region = counts.region
+        }
+        return statistics
+    }
+
+    // MARK: - Fetching
+
+    func commitDidTouchRegion() {
+        let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
+            guard !state.isStopped else { return (false, nil) }
+            if state.isFetching {
+                state.needsFetch = true
+                return (false, nil)
+            }
+            if let limit = options.rateLimit, let allowed = state.nextFetchAllowedAt, limit.elapsed() < allowed {
+                state.needsFetch = true
+                if state.timerScheduled { return (false, nil) }
+                state.timerScheduled = true
+                return (false, allowed)
+            }
+            state.isFetching = true
+            return (true, nil)
+        }
+        if start { enqueueFetch() }
+        if let sleepUntil, let limit = options.rateLimit { scheduleTimer(until: sleepUntil, limit: limit) }
+    }
+
+    private func scheduleTimer(until offset: Duration, limit: ObservationOptions.RateLimit) {
+        Task { [self] in
+            try? await limit.sleepUntil(offset)
+            let start = state.withLock { state -> Bool in
+                state.timerScheduled = false
+                guard state.needsFetch, !state.isFetching, !state.isStopped else { return false }
+                state.needsFetch = false
+                state.isFetching = true
+                return true
+            }
+            if start { enqueueFetch() }
+        }
+    }
+
+    private func enqueueFetch() {
+        if !fetchQueue.push(FetchJob(driver: self)) {
+            fetchDidFinish(.failure(SQLiteError.databaseClosed), region: DatabaseRegion(), startSerial: .max)
+        }
+    }
+
+    /// Runs on a reader connection (or the queue's connection).
+    func fetch(on db: Database) {
+        let startSerial = center.commitSerial
+        let (result, region) = db.fetchRecordingRegion { try request.fetch(db) }
+        fetchDidFinish(result, region: region, startSerial: startSerial)
+    }
+
+    private func fetchDidFinish(_ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64) {
+        let missedCommit = startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
+        var recipients: [ObservationSubscription<Request.Value>] = []
+        var timerOffset: Duration?
+        let startAnother = state.withLock { state -> Bool in
+            state.fetches += 1
+            state.isFetching = false
+            if missedCommit { state.needsFetch = true }
+            let changed = !isSame(result, state.lastResult)
+            for subscriber in state.subscribers.values where changed || !subscriber.hasReceived {
+                recipients.append(subscriber)
+            }
+            if changed {
+                state.lastResult = result
+                state.valuesDelivered += 1
+            }
+            if let limit = options.rateLimit, changed {
+                state.nextFetchAllowedAt = limit.elapsed() + limit.interval
+            }
+            guard state.needsFetch, !state.isStopped else { return false }
+            if let limit = options.rateLimit, let allowed = state.nextFetchAllowedAt, limit.elapsed() < allowed {
+                if !state.timerScheduled {
+                    state.timerScheduled = true
+                    timerOffset = allowed
+                }
+                return false
+            }
+            state.needsFetch = false
+            state.isFetching = true
+            return true
+        }
+        for recipient in recipients { recipient.offer(result) }
+        if startAnother { enqueueFetch() }
+        if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
+    }
+
+    private func isSame(_ result: Result<Request.Value, any Error>, _ previous: Result<Request.Value, any Error>?) -> Bool {
+        switch (result, previous) {
+        case (.success(let value), .success(let old)?):
+            return deduplicate(value, old)
+        case (.failure(let error), .failure(let old)?):
+            return String(describing: error) == String(describing: old)
+        default:
+            return false
+        }
+    }
+}
+
+/// Compares two values of a type known at run time to be `Equatable`.
+private func areEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
+    guard let lhs = lhs as? any Equatable else { return false }
+    return lhs.isEqual(to: rhs)
+}
+
+extension Equatable {
+    fileprivate func isEqual(to other: Any) -> Bool {
+        guard let other = other as? Self else { return false }
+        return self == other
+    }
+}
+
+/// The job that runs one fetch of a driver on a connection thread.
+private final class FetchJob<Request: Queryable>: ConnectionJob {
+    let driver: ObservationDriver<Request>
+
+    init(driver: ObservationDriver<Request>) {
+        self.driver = driver
+    }
+
+    func run(on database: Database) {
+        driver.fetch(on: database)
+    }
+
+    func fail(with error: any Error) {
+        driver.fetchFailed(error)
+    }
+}
+
+extension ObservationDriver {
+    /// The connection could not be opened for the fetch.
+    fileprivate func fetchFailed(_ error: any Error) {
+        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: .max)
+    }
+}

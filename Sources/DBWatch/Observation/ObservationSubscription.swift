@@ -1,0 +1,73 @@
+import Synchronization
+
+/// One consumer's mailbox: holds at most the latest undelivered result
+/// (latest wins, so a slow consumer never makes memory grow) and the
+/// consumer's suspended `next()`.
+final class ObservationSubscription<Value: Sendable>: Sendable {
+    private struct State {
+        var latest: Result<Value, any Error>?
+        var waiter: CheckedContinuation<Result<Value, any Error>?, Never>?
+        var isFinished = false
+        /// Whether this consumer has received a first value.
+        var hasReceived = false
+    }
+
+    private let state = Mutex(State())
+    /// Called once when the consumer goes away (cancelled or finished).
+    let onFinish: @Sendable (ObjectIdentifier) -> Void
+
+    init(onFinish: @escaping @Sendable (ObjectIdentifier) -> Void) {
+        self.onFinish = onFinish
+    }
+
+    var hasReceived: Bool { state.withLock { $0.hasReceived } }
+
+    /// Offers a result: wakes the consumer or replaces an undelivered one.
+    func offer(_ result: Result<Value, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
+            guard !state.isFinished else { return nil }
+            state.hasReceived = true
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.latest = result
+            return nil
+        }
+        waiter?.resume(returning: result)
+    }
+
+    /// The next result, or `nil` once finished or cancelled.
+    func next() async -> Result<Value, any Error>? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let immediate = state.withLock { state -> Result<Value, any Error>?? in
+                    if let latest = state.latest {
+                        state.latest = nil
+                        return .some(latest)
+                    }
+                    if state.isFinished { return .some(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            finish()
+        }
+    }
+
+    /// Ends the subscription: a waiting consumer gets `nil`; the owner is told once.
+    func finish() {
+        let (waiter, first) = state.withLock { state in
+            defer {
+                state.isFinished = true
+                state.waiter = nil
+                state.latest = nil
+            }
+            return (state.waiter, !state.isFinished)
+        }
+        waiter?.resume(returning: nil)
+        if first { onFinish(ObjectIdentifier(self)) }
+    }
+}

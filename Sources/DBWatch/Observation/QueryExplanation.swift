@@ -1,0 +1,28 @@
+/// What an observed request watches: the tables and columns its fetch
+/// reads, and the counters of its running observation, if any.
+///
+/// ```swift
+/// let explanation = try await pool.explain(TopPlayers())
+/// print(explanation)
+/// // Observes main.player: columns id, name, score.
+/// ```
+public struct QueryExplanation: Sendable, CustomStringConvertible {
+    /// The region a fetch reads now.
+    public let region: DatabaseRegion
+    /// The counters of the running observation of this request, if one runs.
+    public let statistics: ObservationStatistics?
+
+    /// One line per table: `Observes main.player: columns name, score.`
+    /// or `Observes main.player: all columns and the number of rows.`
+    public var description: String {
+        if region.isEmpty { return "Observes no table: the value never changes." }
+        var lines = region.tables.keys.sorted().map { table -> String in
+            switch region.tables[table]! {
+            case .all: return "Observes \(table): all columns and the number of rows."
+            case .columns(let columns): return "Observes \(table): columns \(columns.sorted().joined(separator: ", "))."
+            }
+        }
+        if let statistics { lines.append("Running: \(statistics).") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,132 @@
+/// The values of an observed ``Queryable`` request: the current value at
+/// once, then a new value after every commit that can change it.
+///
+/// ```swift
+/// for try await players in pool.observe(TopPlayers()) {
+///     print(players.map(\.name))
+/// }
+/// ```
+///
+/// - The first element is fetched when iteration starts, from the committed
+///   state at that time.
+/// - Values arrive in commit order. A consumer that is slow receives the
+///   newest value when it asks again: pending values are coalesced, never
+///   buffered without bound.
+/// - When `Value` is `Equatable`, a refetch that yields the value delivered
+///   last is not delivered again.
+/// - `for try await` throws the first error and ends; ``results`` delivers
+///   errors as values and keeps observing.
+/// - Breaking out of the loop or cancelling the task stops the observation.
+///
+/// Each iteration is one subscription; identical requests iterated at the
+/// same time share one fetch per change.
+public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
+    /// The fetched value.
+    public typealias Element = Request.Value
+    /// Fetch errors.
+    public typealias Failure = any Error
+
+    let request: Request
+    let options: ObservationOptions
+    let center: ObservationCenter
+    let fetchQueue: JobQueue
+
+    /// The same observation with errors delivered as `.failure` values
+    /// instead of ending the sequence: the next change refetches, and a
+    /// fixed schema recovers to `.success`.
+    ///
+    /// ```swift
+    /// for await result in pool.observe(TopPlayers()).results {
+    ///     switch result {
+    ///     case .success(let players): render(players)
+    ///     case .failure(let error): log(error)
+    ///     }
+    /// }
+    /// ```
+    public var results: Results { Results(observation: self) }
+
+    /// Starts a subscription: registers it, then fetches the first value.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(subscription: subscribe())
+    }
+
+    func subscribe() -> Subscription {
+        let key = options.rateLimit == nil ? SharingKey(request) : nil
+        let (driver, isNew) = center.driver(sharedAs: key) {
+            ObservationDriver(request: request, options: options, center: center, fetchQueue: fetchQueue)
+        }
+        let mailbox = ObservationSubscription<Request.Value> { [driver] id in driver.remove(id) }
+        driver.add(mailbox, startFetch: isNew)
+        return Subscription(mailbox: mailbox)
+    }
+
+    /// Owns one subscription; dropping it stops the subscription.
+    final class Subscription {
+        let mailbox: ObservationSubscription<Request.Value>
+
+        init(mailbox: ObservationSubscription<Request.Value>) {
+            self.mailbox = mailbox
+        }
+
+        deinit {
+            mailbox.finish()
+        }
+    }
+
+    /// Iterates the values; throws the first error.
+    public struct Iterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+        private var isDone = false
+
+        init(subscription: Subscription) {
+            self.subscription = subscription
+        }
+
+        /// The next value; `nil` when cancelled. Throws the first fetch error, then ends.
+        public mutating func next() async throws -> Request.Value? {
+            guard !isDone, let result = await subscription.mailbox.next() else {
+                isDone = true
+                return nil
+            }
+            switch result {
+            case .success(let value):
+                return value
+            case .failure(let error):
+                isDone = true
+                subscription.mailbox.finish()
+                throw error
+            }
+        }
+    }
+
+    /// The `Result`-wrapped form of an observation: see ``results``.
+    public struct Results: AsyncSequence, Sendable {
+        /// A fetched value or the error of a fetch.
+        public typealias Element = Result<Request.Value, any Error>
+        /// Never fails: errors are elements.
+        public typealias Failure = Never
+
+        let observation: QueryObservation
+
+        /// Starts a subscription.
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(subscription: observation.subscribe())
+        }
+
+        /// Iterates results until cancelled.
+        public struct Iterator: AsyncIteratorProtocol {
+            let subscription: Subscription
+
+            /// The next result; `nil` when cancelled.
+            public mutating func next() async -> Result<Request.Value, any Error>? {
+                await subscription.mailbox.next()
+            }
+        }
+    }
+}
+
+@available(*, unavailable, message: "an iterator belongs to one consuming task")
+extension QueryObservation.Iterator: Sendable {}
+
+@available(*, unavailable, message: "an iterator belongs to one consuming task")
+extension QueryObservation.Results.Iterator: Sendable {}

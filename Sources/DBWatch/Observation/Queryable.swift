@@ -1,0 +1,30 @@
+/// A request for a value that DBWatch keeps up to date: declare it once,
+/// observe it with `observe(_:)` on a ``DatabaseQueue`` or ``DatabasePool``.
+///
+/// ```swift
+/// struct TopPlayers: Queryable {
+///     static let defaultValue: [Player] = []
+///     var limit = 10
+///     func fetch(_ db: Database) throws -> [Player] {
+///         try db.fetchAll(Player.self,
+///             sql: "SELECT * FROM player ORDER BY score DESC LIMIT ?", arguments: [limit])
+///     }
+/// }
+///
+/// for try await players in pool.observe(TopPlayers()) { … }
+/// ```
+///
+/// The request is `Hashable`: identical requests observed at the same time
+/// share one fetch per change.
+public protocol Queryable: Hashable, Sendable {
+    /// The fetched value.
+    associatedtype Value: Sendable
+
+    /// The value a consumer holds before any fetch succeeded (as in
+    /// GRDBQuery's `@Query`), for example `[]`.
+    static var defaultValue: Value { get }
+
+    /// Fetches the value. Runs in a read-only transaction on one committed
+    /// state; what it reads (tables, columns) is the region DBWatch watches.
+    func fetch(_ db: Database) throws -> Value
+}

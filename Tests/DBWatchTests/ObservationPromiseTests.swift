@@ -1,0 +1,305 @@
+@testable import DBWatch
+import Foundation
+import Testing
+
+/// The ten promises of ../shared/design/observation.md, on an in-memory
+/// queue and on a file pool.
+@Suite("Observation promises")
+struct ObservationPromiseTests {
+    /// Runs `body` against a queue and a pool holding the `player` table.
+    static func withDatabases(_ body: (any DatabaseWriter) async throws -> Void) async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: playerSchema) }
+        try await body(queue)
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            try await body(pool)
+            pool.close()
+        }
+    }
+
+    static func insert(_ name: String, score: Int = 0, into database: any DatabaseWriter) async throws {
+        try await database.write { db in
+            try db.execute(sql: "INSERT INTO player (name, score) VALUES (?, ?)", arguments: [name, score])
+        }
+    }
+
+    @Test("1. immediate first value")
+    func immediateFirstValue() async throws {
+        try await Self.withDatabases { database in
+            try await Self.insert("Arthur", into: database)
+            try await withTimeout { () async throws in
+                var iterator = database.observe(PlayerNames()).makeAsyncIterator()
+                #expect(try await iterator.next() == ["Arthur"])
+            }
+        }
+    }
+
+    @Test("2. no missed change")
+    func noMissedChange() async throws {
+        try await Self.withDatabases { database in
+            let (recorder, task) = record(database.observe(PlayerNames()))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            for index in 0..<20 { try await Self.insert("p\(index)", into: database) }
+            try await recorder.wait { $0.last?.value?.count == 20 }
+        }
+    }
+
+    @Test("2. a commit between registration and first fetch is not missed")
+    func registrationRace() async throws {
+        try await Self.withDatabases { database in
+            // Writes run concurrently with many registrations; each
+            // observation must converge to the final state.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for index in 0..<30 { try await Self.insert("w\(index)", into: database) }
+                }
+                for _ in 0..<10 {
+                    group.addTask {
+                        try await withTimeout { () async throws in
+                            for try await names in database.observe(PlayerNames()) where names.count == 30 { break }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    @Test("3. nothing from rollbacks")
+    func nothingFromRollbacks() async throws {
+        struct Boom: Error {}
+        try await Self.withDatabases { database in
+            let (recorder, task) = record(database.observe(PlayerNames()))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            await #expect(throws: Boom.self) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('rolled back')")
+                    throw Boom()
+                }
+            }
+            await #expect(throws: SQLiteError.self) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('also rolled back')")
+                    try db.execute(sql: "INSERT INTO player (id, name) VALUES (1, 'dup'), (1, 'dup')")
+                }
+            }
+            let fetchesBefore = database.statistics(for: PlayerNames())!.fetches
+            try await Self.insert("sentinel", into: database)
+            try await recorder.wait { $0.last?.value == ["sentinel"] }
+            #expect(recorder.values.compactMap(\.value) == [[], ["sentinel"]])
+            #expect(database.statistics(for: PlayerNames())!.fetches == fetchesBefore + 1)
+        }
+    }
+
+    @Test("4. consistency: never a half-applied transaction")
+    func consistency() async throws {
+        try await Self.withDatabases { database in
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE ledger (amount INTEGER NOT NULL); INSERT INTO ledger VALUES (100)")
+            }
+            struct Balance: Queryable {
+                static let defaultValue = 0
+                func fetch(_ db: Database) throws -> Int {
+                    let players = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0
+                    let ledger = try db.fetchOne(Int.self, sql: "SELECT sum(amount) FROM ledger") ?? 0
+                    return ledger + players  // each transfer moves 1 from ledger to a new player
+                }
+            }
+            let (recorder, task) = record(database.observe(Balance()))
+            defer { task.cancel() }
+            for _ in 0..<20 {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO ledger VALUES (-1)")
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('x')")
+                }
+            }
+            let fetchesAfterWrites = try await database.read { db in
+                try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player")
+            }
+            #expect(fetchesAfterWrites == 20)
+            try await recorder.wait(forCount: 1)
+            #expect(recorder.values.allSatisfy { $0.value == 100 })
+        }
+    }
+
+    @Test("5. order: values arrive in commit order")
+    func order() async throws {
+        try await Self.withDatabases { database in
+            let (recorder, task) = record(database.observe(IntRequest("SELECT count(*) FROM player")))
+            defer { task.cancel() }
+            for index in 0..<50 { try await Self.insert("p\(index)", into: database) }
+            try await recorder.wait { $0.last?.value == 50 }
+            let counts = recorder.values.compactMap(\.value)
+            #expect(counts == counts.sorted())
+            #expect(Set(counts).count == counts.count)
+        }
+    }
+
+    @Test("6. latest wins: a slow consumer gets the newest state")
+    func latestWins() async throws {
+        try await Self.withDatabases { database in
+            let request = IntRequest("SELECT count(*) FROM player")
+            try await withTimeout { () async throws in
+                var iterator = database.observe(request).makeAsyncIterator()
+                #expect(try await iterator.next() == 0)
+                for index in 0..<200 { try await Self.insert("p\(index)", into: database) }
+                // Wait until the observation has fetched the final state.
+                try await waitUntil { (database.statistics(for: request)?.valuesDelivered ?? 0) >= 2 }
+                var received: [Int] = []
+                while received.last != 200 { received.append(try await iterator.next()!) }
+                // Coalesced: far fewer than 200 values, ending with the newest.
+                #expect(received.count <= 2)
+            }
+        }
+    }
+
+    @Test("7. precision: other tables, other columns")
+    func precision() async throws {
+        try await Self.withDatabases { database in
+            try await database.write { db in try db.execute(sql: "CREATE TABLE other (x)") }
+            try await Self.insert("a", into: database)
+            let (recorder, task) = record(database.observe(PlayerNames()))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            for _ in 0..<5 {
+                try await database.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
+                try await database.write { db in try db.execute(sql: "UPDATE player SET score = score + 1") }
+            }
+            // A relevant change afterwards proves the earlier ones were skipped, not pending.
+            try await database.write { db in try db.execute(sql: "UPDATE player SET name = 'b'") }
+            try await recorder.wait { $0.last?.value == ["b"] }
+            let statistics = try #require(database.statistics(for: PlayerNames()))
+            #expect(statistics.fetches == 2)
+            #expect(statistics.changesNotified == 1)
+            #expect(statistics.changesSkipped == 10)
+            #expect(statistics.region.description == "main.player(id, name)")
+        }
+    }
+
+    @Test("8. errors end the throwing form")
+    func errorsEndTheThrowingForm() async throws {
+        try await Self.withDatabases { database in
+            try await database.write { db in try db.execute(sql: "CREATE TABLE doomed (x)") }
+            let request = IntRequest("SELECT count(*) FROM doomed")
+            try await withTimeout { () async throws in
+                var iterator = database.observe(request).makeAsyncIterator()
+                #expect(try await iterator.next() == 0)
+                try await database.write { db in try db.execute(sql: "DROP TABLE doomed") }
+                await #expect(throws: SQLiteError.self) { _ = try await iterator.next() }
+                #expect(try await iterator.next() == nil)
+            }
+            #expect(database.observationCount == 0)
+        }
+    }
+
+    @Test("8. the Result form keeps going and recovers")
+    func resultsRecover() async throws {
+        try await Self.withDatabases { database in
+            let request = IntRequest("SELECT count(*) FROM later")
+            let (recorder, task) = record(database.observe(request))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            #expect(recorder.values[0].value == nil)  // no such table
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE later (x); INSERT INTO later VALUES (1)")
+            }
+            try await recorder.wait { $0.last?.value == 1 }
+            try await database.write { db in try db.execute(sql: "INSERT INTO later VALUES (2)") }
+            try await recorder.wait { $0.last?.value == 2 }
+        }
+    }
+
+    @Test("9. cancellation releases everything")
+    func cancellationReleases() async throws {
+        try await Self.withDatabases { database in
+            let (recorder, task) = record(database.observe(PlayerNames()))
+            try await recorder.wait(forCount: 1)
+            #expect(database.observationCount == 1)
+            task.cancel()
+            await task.value
+            #expect(database.observationCount == 0)
+            // Breaking out of a loop releases too.
+            try await withTimeout { () async throws in
+                for try await _ in database.observe(AllPlayers()) { break }
+            }
+            #expect(database.observationCount == 0)
+            // No hook work remains: the next write removes the hooks.
+            try await Self.insert("after", into: database)
+            let hooked = try await Self.writerHooksInstalled(database)
+            #expect(!hooked)
+        }
+    }
+
+    static func writerHooksInstalled(_ database: any DatabaseWriter) async throws -> Bool {
+        if let queue = database as? DatabaseQueue {
+            return try await queue.writeWithoutTransaction { db in db.changeCollector!.hooksInstalled }
+        }
+        let pool = database as! DatabasePool
+        return try await pool.writeWithoutTransaction { db in db.changeCollector!.hooksInstalled }
+    }
+
+    @Test("10. writers are not blocked by observers")
+    func writersNotBlocked() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            let (recorder, task) = record(pool.observe(PlayerNames()))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            try await Self.insert("committed", into: pool)
+            let inside = Gate()
+            let release = Gate()
+            try await withTimeout { () async throws in
+                async let holding: Void = pool.write { db in
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('uncommitted')")
+                    inside.open()
+                    release.blockingWait()
+                }
+                await inside.wait()
+                // The refetch for the first commit runs on a reader while the writer is busy.
+                try await recorder.wait { $0.last?.value == ["committed"] }
+                release.open()
+                try await holding
+                try await recorder.wait { $0.last?.value == ["committed", "uncommitted"] }
+            }
+        }
+    }
+
+    @Test func equatableValuesAreDeduplicated() async throws {
+        try await Self.withDatabases { database in
+            try await Self.insert("a", into: database)
+            let (recorder, task) = record(database.observe(PlayerNames()))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            // Rewrites the same name: refetched, same value, not delivered.
+            try await database.write { db in try db.execute(sql: "UPDATE player SET name = 'a'") }
+            try await database.write { db in try db.execute(sql: "UPDATE player SET name = 'z'") }
+            try await recorder.wait { $0.last?.value == ["z"] }
+            #expect(recorder.values.compactMap(\.value) == [["a"], ["z"]])
+            #expect(database.statistics(for: PlayerNames())!.fetches == 3)
+        }
+    }
+
+    @Test func identicalRequestsShareOneFetch() async throws {
+        try await Self.withDatabases { database in
+            var recorders: [ValueRecorder<Result<[String], any Error>>] = []
+            var tasks: [Task<Void, Never>] = []
+            for _ in 0..<5 {
+                let (recorder, task) = record(database.observe(PlayerNames()))
+                recorders.append(recorder)
+                tasks.append(task)
+            }
+            defer { for task in tasks { task.cancel() } }
+            for recorder in recorders { try await recorder.wait(forCount: 1) }
+            #expect(database.observationCount == 1)
+            let before = database.statistics(for: PlayerNames())!.fetches
+            try await Self.insert("shared", into: database)
+            for recorder in recorders { try await recorder.wait { $0.last?.value == ["shared"] } }
+            #expect(database.statistics(for: PlayerNames())!.fetches == before + 1)
+        }
+    }
+}
