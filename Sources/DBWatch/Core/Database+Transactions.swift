@@ -109,8 +109,8 @@ extension Database {
     /// Runs `body` in a deferred transaction during which writes fail
     /// (`PRAGMA query_only`), then ends it.
     func inReadOnlyTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute(sql: "PRAGMA query_only = 1")
-        defer { try? execute(sql: "PRAGMA query_only = 0") }
+        if !isReadOnlyConnection { try execute(sql: "PRAGMA query_only = 1") }
+        defer { if !isReadOnlyConnection { try? execute(sql: "PRAGMA query_only = 0") } }
         try execute(sql: "BEGIN DEFERRED TRANSACTION")
         defer { rollbackIfNeeded() }
         return try body()

@@ -23,6 +23,8 @@ public final class Database {
     /// The path given at open time (`:memory:` for an in-memory database).
     public let path: String
     let configuration: Configuration
+    /// Opened with `SQLITE_OPEN_READONLY`: writes are impossible already.
+    let isReadOnlyConnection: Bool
     var logger: Logger { configuration.logger }
 
     private var statementCache: [String: Statement] = [:]
@@ -58,6 +60,7 @@ public final class Database {
         self.path = path
         self.configuration = configuration
         let readOnly = readOnly || configuration.readOnly
+        self.isReadOnlyConnection = readOnly
         var flags = SQLITE_OPEN_NOMUTEX | 0x0200_0000  // SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var openPath = path

@@ -1,0 +1,166 @@
+import Synchronization
+
+/// The server-side counterpart of GRDBQuery's `@Query`: keeps one
+/// observation of a request running, holds its latest value and error, and
+/// fans each new value out to any number of subscribers. The request can
+/// change (a new search string, a new limit) without subscribers
+/// re-subscribing. Many subscribers cost one fetch per change.
+///
+/// `run()` does the work; start it in a task group or a service, and cancel
+/// it to stop:
+///
+/// ```swift
+/// let leaderboard = LiveQuery(TopPlayers(limit: 10), in: pool)
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { await leaderboard.run() }
+///     group.addTask {
+///         for await players in leaderboard.values {   // the current value at once, then updates
+///             broadcast(players)
+///         }
+///     }
+///     leaderboard.request = TopPlayers(limit: 20)    // subscribers keep their loop
+/// }
+/// ```
+public final class LiveQuery<Request: Queryable>: Sendable {
+    private struct State {
+        var request: Request
+        var generation = 0
+        var value: Request.Value
+        var error: (any Error)?
+        var current: Task<Void, Never>?
+        var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let observe: @Sendable (Request) -> QueryObservation<Request>
+
+    /// Creates a live query. Nothing runs until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - request: the initial request.
+    ///   - database: the queue or pool to observe.
+    public init(_ request: Request, in database: some DatabaseWriter) {
+        state = Mutex(State(request: request, value: Request.defaultValue))
+        observe = { [database] request in database.observe(request) }
+    }
+
+    /// The observed request. Setting it refetches with the new request; the
+    /// subscribers receive its values without re-subscribing.
+    public var request: Request {
+        get { state.withLock { $0.request } }
+        set {
+            let current = state.withLock { state -> Task<Void, Never>? in
+                guard state.request != newValue else { return nil }
+                state.request = newValue
+                state.generation += 1
+                return state.current
+            }
+            current?.cancel()
+        }
+    }
+
+    /// The latest fetched value; `Request.defaultValue` until a fetch succeeds.
+    public var value: Request.Value { state.withLock { $0.value } }
+
+    /// The error of the latest fetch, or `nil` once a fetch succeeds again.
+    public var error: (any Error)? { state.withLock { $0.error } }
+
+    /// Keeps the observation running until the calling task is cancelled.
+    ///
+    /// ```swift
+    /// let task = Task { await liveQuery.run() }
+    /// // …
+    /// task.cancel()
+    /// ```
+    public func run() async {
+        await withTaskCancellationHandler {
+            while !Task.isCancelled {
+                let (request, generation) = state.withLock { ($0.request, $0.generation) }
+                let observation = observe(request)
+                let task = Task { [self] in
+                    for await result in observation.results {
+                        receive(result, generation: generation)
+                    }
+                }
+                let stale = state.withLock { state -> Bool in
+                    state.current = task
+                    return state.generation != generation
+                }
+                if stale || Task.isCancelled { task.cancel() }
+                await task.value
+            }
+            let subscribers = state.withLock { state in
+                defer { state.subscribers = [:] }
+                return Array(state.subscribers.values)
+            }
+            for subscriber in subscribers { subscriber.finish() }
+        } onCancel: {
+            state.withLock { $0.current }?.cancel()
+        }
+    }
+
+    private func receive(_ result: Result<Request.Value, any Error>, generation: Int) {
+        let subscribers = state.withLock { state -> [ObservationSubscription<Request.Value>] in
+            guard state.generation == generation else { return [] }
+            switch result {
+            case .success(let value):
+                state.value = value
+                state.error = nil
+            case .failure(let error):
+                state.error = error
+            }
+            return Array(state.subscribers.values)
+        }
+        guard case .success(let value) = result else { return }
+        for subscriber in subscribers { subscriber.offer(.success(value)) }
+    }
+
+    /// The current value at once, then each new value. A slow subscriber
+    /// receives the newest value when it asks again. The sequence ends when
+    /// ``run()`` ends or the consuming task is cancelled.
+    public var values: Values { Values(liveQuery: self) }
+
+    fileprivate func subscribe() -> QueryObservation<Request>.Subscription {
+        let mailbox = ObservationSubscription<Request.Value> { [weak self] id in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        let value = state.withLock { state in
+            state.subscribers[ObjectIdentifier(mailbox)] = mailbox
+            return state.value
+        }
+        mailbox.offer(.success(value))
+        return QueryObservation<Request>.Subscription(mailbox: mailbox)
+    }
+
+    /// The number of subscribers of ``values``.
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// The values of a ``LiveQuery``: see ``LiveQuery/values``.
+    public struct Values: AsyncSequence, Sendable {
+        /// A fetched value.
+        public typealias Element = Request.Value
+        /// Never fails: errors are in ``LiveQuery/error``.
+        public typealias Failure = Never
+
+        let liveQuery: LiveQuery
+
+        /// Subscribes.
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(subscription: liveQuery.subscribe())
+        }
+
+        /// Iterates values until cancelled or until the live query stops.
+        public struct Iterator: AsyncIteratorProtocol {
+            let subscription: QueryObservation<Request>.Subscription
+
+            /// The next value; `nil` at the end.
+            public mutating func next() async -> Request.Value? {
+                guard case .success(let value)? = await subscription.mailbox.next() else { return nil }
+                return value
+            }
+        }
+    }
+}
+
+@available(*, unavailable, message: "an iterator belongs to one consuming task")
+extension LiveQuery.Values.Iterator: Sendable {}

@@ -1,0 +1,240 @@
+@testable import DBWatch
+import Testing
+
+/// The SQLite traps of ../shared/design/observation.md: each one would make
+/// a naive change tracker miss a change (or report a false one).
+@Suite("Change tracking traps")
+struct ChangeTrackingTrapTests {
+    /// Observes `sql` on a fresh in-memory queue prepared with `schema`,
+    /// applies `write`, and waits for the value to become `expected`.
+    func expectChange(
+        schema: String, observe sql: String, write: String, expected: [[DatabaseValue]],
+        on database: (any DatabaseWriter)? = nil
+    ) async throws {
+        let database = try database ?? DatabaseQueue()
+        try await database.write { db in try db.execute(sql: schema) }
+        let (recorder, task) = record(database.observe(SQLRequest(sql)))
+        defer { task.cancel() }
+        try await recorder.wait(forCount: 1)
+        try await database.writeWithoutTransaction(write)
+        try await recorder.wait { $0.last?.value?.map(\.values) == expected }
+    }
+
+    @Test func truncatingDeleteIsSeen() async throws {
+        // `DELETE FROM t` with no WHERE uses the truncate optimization: no hook call.
+        try await expectChange(
+            schema: "CREATE TABLE t (a); INSERT INTO t VALUES (1), (2)",
+            observe: "SELECT count(*) FROM t", write: "DELETE FROM t", expected: [[.integer(0)]])
+    }
+
+    @Test func truncatingDeleteCachedBeforeObservationIsSeen() async throws {
+        // The pre-update hook disables the optimization only for statements
+        // compiled while it is installed: this DELETE is compiled and cached
+        // on the pool's writer while nothing observes.
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)")
+                try db.execute(sql: "DELETE FROM t")
+                try db.execute(sql: "INSERT INTO t VALUES (1), (2)")
+            }
+            let (values, task) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
+            defer { task.cancel() }
+            try await values.wait { $0.last?.value == 2 }
+            try await pool.write { db in try db.execute(sql: "DELETE FROM t") }
+            try await values.wait { $0.last?.value == 0 }
+            pool.close()
+        }
+    }
+
+    @Test func withoutRowIDInsertIsSeen() async throws {
+        try await expectChange(
+            schema: "CREATE TABLE w (k TEXT PRIMARY KEY, v) WITHOUT ROWID",
+            observe: "SELECT k, v FROM w", write: "INSERT INTO w VALUES ('a', 1)",
+            expected: [[.text("a"), .integer(1)]])
+    }
+
+    @Test func withoutRowIDUpdateAndDeleteAreSeen() async throws {
+        let queue = try DatabaseQueue()
+        try await expectChange(
+            schema: "CREATE TABLE w (k TEXT PRIMARY KEY, v) WITHOUT ROWID; INSERT INTO w VALUES ('a', 1), ('b', 2)",
+            observe: "SELECT v FROM w ORDER BY k", write: "UPDATE w SET v = 5 WHERE k = 'b'",
+            expected: [[.integer(1)], [.integer(5)]], on: queue)
+    }
+
+    @Test func replaceDeleteIsSeen() async throws {
+        // The implicit delete of the conflicting row reaches no update hook.
+        try await expectChange(
+            schema: "CREATE TABLE u (id INTEGER PRIMARY KEY, x UNIQUE, label); INSERT INTO u VALUES (1, 1, 'old')",
+            observe: "SELECT count(*) FROM u WHERE id = 1",
+            write: "INSERT OR REPLACE INTO u (x, label) VALUES (1, 'new')", expected: [[.integer(0)]])
+    }
+
+    @Test func upsertIsSeen() async throws {
+        try await expectChange(
+            schema: "CREATE TABLE u (id INTEGER PRIMARY KEY, x UNIQUE, n); INSERT INTO u VALUES (1, 1, 0)",
+            observe: "SELECT n FROM u",
+            write: "INSERT INTO u (x, n) VALUES (1, 0) ON CONFLICT (x) DO UPDATE SET n = n + 1",
+            expected: [[.integer(1)]])
+    }
+
+    @Test func triggerWritesAreSeen() async throws {
+        try await expectChange(
+            schema: """
+                CREATE TABLE t (a); CREATE TABLE audit (n INTEGER);
+                CREATE TRIGGER t_audit AFTER INSERT ON t BEGIN INSERT INTO audit VALUES (new.a); END;
+                """,
+            observe: "SELECT n FROM audit", write: "INSERT INTO t VALUES (7)", expected: [[.integer(7)]])
+    }
+
+    @Test func foreignKeyCascadeIsSeen() async throws {
+        try await expectChange(
+            schema: """
+                CREATE TABLE team (id INTEGER PRIMARY KEY);
+                CREATE TABLE member (id INTEGER PRIMARY KEY, team_id REFERENCES team (id) ON DELETE CASCADE);
+                INSERT INTO team VALUES (1); INSERT INTO member VALUES (1, 1), (2, 1);
+                """,
+            observe: "SELECT count(*) FROM member", write: "DELETE FROM team WHERE id = 1", expected: [[.integer(0)]])
+    }
+
+    @Test func viewReadsUnderlyingTables() async throws {
+        let queue = try DatabaseQueue()
+        try await expectChange(
+            schema: """
+                CREATE TABLE t (a); CREATE VIEW big AS SELECT a FROM t WHERE a > 10;
+                """,
+            observe: "SELECT a FROM big", write: "INSERT INTO t VALUES (11)", expected: [[.integer(11)]], on: queue)
+        let region = try await queue.read { db in try db.region(of: "SELECT a FROM big") }
+        #expect(region.tables.keys.contains(TableName("t")))
+    }
+
+    @Test func fts5WritesAreSeen() async throws {
+        // Written through shadow tables whose names differ from the one queried.
+        try await expectChange(
+            schema: "CREATE VIRTUAL TABLE doc USING fts5 (body)",
+            observe: "SELECT body FROM doc WHERE doc MATCH 'hello'", write: "INSERT INTO doc VALUES ('hello world')",
+            expected: [[.text("hello world")]])
+    }
+
+    @Test func savepointRollbackKeepsEarlierChanges() async throws {
+        // ROLLBACK TO undoes changes the hooks already reported; no rollback hook runs.
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE TABLE s (b)") }
+        let (values, task) = record(queue.observe(SQLRequest("SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM s)")))
+        defer { task.cancel() }
+        try await values.wait(forCount: 1)
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO t VALUES (1)")
+            try? db.inSavepoint {
+                try db.execute(sql: "INSERT INTO s VALUES (1)")
+                throw CancellationError()
+            }
+        }
+        try await values.wait { $0.last?.value?.first?.values == [.integer(1), .integer(0)] }
+        #expect(values.values.compactMap(\.value).allSatisfy { $0.first?.values[1] == .integer(0) })
+    }
+
+    @Test func savepointRolledBackAloneProducesNoValue() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+        let (values, task) = record(queue.observe(IntRequest("SELECT count(*) FROM t")))
+        defer { task.cancel() }
+        try await values.wait(forCount: 1)
+        try await queue.writeWithoutTransaction { db in
+            try db.execute(sql: "SAVEPOINT a; INSERT INTO t VALUES (1); ROLLBACK TO a; RELEASE a")
+        }
+        try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES (2), (3)") }
+        try await values.wait { $0.last?.value == 2 }
+        #expect(values.values.compactMap(\.value) == [0, 2])
+    }
+
+    @Test func schemaChangesRefetchEverything() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
+        let (values, task) = record(queue.observe(SQLRequest("SELECT * FROM t")))
+        defer { task.cancel() }
+        try await values.wait(forCount: 1)
+        try await queue.write { db in try db.execute(sql: "ALTER TABLE t ADD COLUMN b DEFAULT 9") }
+        try await values.wait { $0.last?.value?.first?.columnNames == ["a", "b"] }
+    }
+
+    @Test func schemasAreSeparate() async throws {
+        // main.t is not temp.t: a write to one does not refetch the other.
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (a); CREATE TEMP TABLE t (a)")
+        }
+        let request = IntRequest("SELECT count(*) FROM main.t")
+        let (values, task) = record(queue.observe(request))
+        defer { task.cancel() }
+        try await values.wait(forCount: 1)
+        try await queue.write { db in try db.execute(sql: "INSERT INTO temp.t VALUES (1)") }
+        try await queue.write { db in try db.execute(sql: "INSERT INTO main.t VALUES (1), (2)") }
+        try await values.wait { $0.last?.value == 2 }
+        let statistics = try #require(queue.statistics(for: request))
+        #expect(statistics.fetches == 2)
+        #expect(statistics.region.tables.keys.contains(TableName("t", schema: "main")))
+    }
+
+    @Test func attachedDatabasesAreTracked() async throws {
+        try await withTemporaryDirectory { directory in
+            let queue = try DatabaseQueue()
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "ATTACH DATABASE ? AS aux", arguments: [directory.file("aux.sqlite")])
+                try db.execute(sql: "CREATE TABLE aux.log (a); CREATE TABLE main.log (a)")
+            }
+            let request = IntRequest("SELECT count(*) FROM aux.log")
+            let (values, task) = record(queue.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            try await queue.write { db in try db.execute(sql: "INSERT INTO main.log VALUES (1)") }
+            try await queue.write { db in try db.execute(sql: "INSERT INTO aux.log VALUES (1)") }
+            try await values.wait { $0.last?.value == 1 }
+            #expect(queue.statistics(for: request)?.fetches == 2)
+        }
+    }
+
+    @Test func countStarObservesTheTable() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a, b)") }
+        let region = try await queue.read { db in try db.region(of: "SELECT count(*) FROM t") }
+        #expect(region.tables[TableName("t")] == .all)
+        try await expectChange(
+            schema: "CREATE TABLE t (a, b)", observe: "SELECT count(*) FROM t", write: "INSERT INTO t (a) VALUES (1)",
+            expected: [[.integer(1)]])
+    }
+
+    @Test func failedCommitPublishesNothing() async throws {
+        // A deferred foreign key makes COMMIT itself fail after the commit hook fired.
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE parent (id INTEGER PRIMARY KEY);
+                    CREATE TABLE child (id INTEGER PRIMARY KEY,
+                        parent_id REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
+                    """)
+        }
+        let request = IntRequest("SELECT count(*) FROM child")
+        let (values, task) = record(queue.observe(request))
+        defer { task.cancel() }
+        try await values.wait(forCount: 1)
+        await #expect(throws: SQLiteError.self) {
+            try await queue.write { db in try db.execute(sql: "INSERT INTO child VALUES (1, 99)") }
+        }
+        try await queue.write { db in try db.execute(sql: "INSERT INTO parent VALUES (1); INSERT INTO child VALUES (2, 1)") }
+        try await values.wait { $0.last?.value == 1 }
+        #expect(values.values.compactMap(\.value) == [0, 1])
+    }
+}
+
+extension DatabaseWriter {
+    /// Runs a script outside an explicit transaction, on either kind of database.
+    func writeWithoutTransaction(_ sql: String) async throws {
+        if let queue = self as? DatabaseQueue {
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: sql) }
+        } else if let pool = self as? DatabasePool {
+            try await pool.writeWithoutTransaction { db in try db.execute(sql: sql) }
+        }
+    }
+}
