@@ -95,7 +95,7 @@ struct LiveQueryTests {
         #expect(explanation.statistics == nil)
         #expect(explanation.description == "Observes main.player: columns id, name.")
         let counting = try await queue.explain(IntRequest("SELECT count(*) FROM player"))
-        #expect(counting.description == "Observes main.player: all columns and the number of rows.")
+        #expect(counting.description == "Observes main.player: which rows exist (inserts and deletes), no column.")
         let (recorder, task) = record(queue.observe(PlayerNames()))
         defer { task.cancel() }
         try await recorder.wait(forCount: 1)

@@ -109,6 +109,8 @@ public final class Database {
     func close() {
         guard let handle else { return }
         statementCache.removeAll()
+        // Uninstalling also drops the collector's reference to the last
+        // statement: an unfinalized statement would keep the connection open.
         changeCollector?.uninstall(from: handle)
         sqlite3_close_v2(handle)
         self.handle = nil
@@ -158,8 +160,9 @@ public final class Database {
         authorizerIsDroppingTable = false
         let code = sqlite3_prepare_v3(
             handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
-        let footprint = footprintUnderConstruction!
+        var footprint = footprintUnderConstruction!
         footprintUnderConstruction = nil
+        resolveUnqualifiedReads(in: &footprint)
         authorizerIsDroppingTable = false
         guard code == SQLITE_OK else {
             throw SQLiteError(connection: handle, code: code, sql: sql ?? String(cString: cSQL))

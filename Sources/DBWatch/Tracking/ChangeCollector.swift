@@ -97,14 +97,14 @@ final class ChangeCollector {
 
     @inline(__always)
     func statementWillStep(_ statement: Statement) {
-        currentStatement = statement
+        if hooksInstalled { currentStatement = statement }
     }
 
     /// The statement finished (done, failed, or reset early).
     func statementDidFinish(_ statement: Statement, succeeded: Bool, in database: Database) {
         if statement.footprint.changesSchema { schemaChangedInJob = true }
-        guard hooksInstalled, let handle = database.handle else { return }
         currentStatement = nil
+        guard hooksInstalled, let handle = database.handle else { return }
         if statement.footprint.changesSchema && succeeded {
             pending.affectsEverything = true
         }

@@ -34,11 +34,18 @@ extension Database {
         switch action {
         case SQLITE_READ:
             guard let first else { return SQLITE_OK }
-            let table = TableName(String(cString: first), schema: schema.map { String(cString: $0) } ?? "main")
+            let name = String(cString: first)
             let column = second.map { String(cString: $0) } ?? ""
-            // An empty column name: the statement reads the table, not a column (`count(*)`).
-            footprintUnderConstruction!.reads.insert(
-                table, columns: column.isEmpty ? .all : .columns([column.lowercased()]))
+            if column.isEmpty {
+                // The statement depends on which rows exist, not on a column
+                // (`count(*)`, `SELECT 1 FROM t`, joins on the rowid): only
+                // inserts and deletes can change it. SQLite gives no schema
+                // for `main` and `temp` tables here.
+                recordRowsRead(table: name, schema: schema.map { String(cString: $0) })
+            } else {
+                let table = TableName(name, schema: schema.map { String(cString: $0) } ?? "main")
+                footprintUnderConstruction!.reads.insert(table, columns: .columns([column.lowercased()]))
+            }
         case SQLITE_INSERT, SQLITE_DELETE:
             guard let first else { return SQLITE_OK }
             let name = String(cString: first)
@@ -63,6 +70,27 @@ extension Database {
             break
         }
         return SQLITE_OK
+    }
+
+    /// Records a dependency on the rows of `table` (see `ColumnSet.rows`).
+    /// Without a schema, the name is resolved after the prepare.
+    private func recordRowsRead(table name: String, schema: String?) {
+        if let schema {
+            footprintUnderConstruction!.reads.insert(TableName(name, schema: schema), columns: .rows)
+        } else {
+            footprintUnderConstruction!.unqualifiedRowsReads.append(name)
+        }
+    }
+
+    /// Resolves the tables read without a schema as SQLite does: `temp`
+    /// first, then `main`.
+    func resolveUnqualifiedReads(in footprint: inout StatementFootprint) {
+        guard let handle, !footprint.unqualifiedRowsReads.isEmpty else { return }
+        for name in footprint.unqualifiedRowsReads {
+            let isTemp = sqlite3_table_column_metadata(handle, "temp", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
+            footprint.reads.insert(TableName(name, schema: isTemp ? "temp" : "main"), columns: .rows)
+        }
+        footprint.unqualifiedRowsReads = []
     }
 
     /// `SQLITE_IGNORE` on a delete disables the truncate optimization (whose

@@ -26,12 +26,24 @@ public struct TableName: Hashable, Sendable, Comparable, CustomStringConvertible
     }
 }
 
-/// The columns of one table that a region covers.
+/// The columns of one table that a region covers or a change touches.
+///
+/// Every region that covers a table depends on which rows exist, so
+/// inserts and deletes (which touch `.all`) match any of them; an update
+/// matches only the regions that read a column it sets.
+///
+/// ```swift
+/// ColumnSet.columns(["name"])   // reads `name` (and which rows exist)
+/// ColumnSet.rows                // reads no column: `SELECT count(*) FROM t`
+/// ```
 public enum ColumnSet: Hashable, Sendable {
-    /// Every column (and the existence of rows: `count(*)`, `SELECT *`).
+    /// Every column.
     case all
-    /// Only these columns (lowercased).
+    /// These columns (lowercased), and which rows exist.
     case columns(Set<String>)
+
+    /// Only which rows exist: `count(*)`, `SELECT 1 FROM t`.
+    public static let rows = ColumnSet.columns([])
 
     /// Whether the two sets share a column.
     func intersects(_ other: ColumnSet) -> Bool {
@@ -100,12 +112,14 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
         return result
     }
 
-    /// `main.player(name, score), main.team(*)`, sorted; `(empty)` for no table.
+    /// `main.player(name, score), main.team(*), main.match(rows)`, sorted;
+    /// `(empty)` for no table.
     public var description: String {
         if tables.isEmpty { return "(empty)" }
         return tables.keys.sorted().map { table in
             switch tables[table]! {
             case .all: return "\(table)(*)"
+            case .columns(let columns) where columns.isEmpty: return "\(table)(rows)"
             case .columns(let columns): return "\(table)(\(columns.sorted().joined(separator: ", ")))"
             }
         }.joined(separator: ", ")

@@ -10,6 +10,8 @@ struct StatementFootprint {
     var writes: [TableName: ColumnSet] = [:]
     /// `CREATE`, `DROP`, `ALTER`, `ATTACH`, `DETACH`: every query may change.
     var changesSchema = false
+    /// Tables whose rows are read, named without a schema (`main` or `temp`).
+    var unqualifiedRowsReads: [String] = []
     /// A transaction statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`).
     var controlsTransaction = false
 
