@@ -1,0 +1,286 @@
+import Foundation
+import Logging
+
+/// Applies schema migrations in order, each exactly once and all-or-nothing,
+/// and refuses a database whose history does not match them.
+///
+/// Migrations come from a directory of `NNNN_description.sql` files or from
+/// a list in code. Applied migrations are recorded, with the SHA-256 of
+/// their SQL, in the table `dbwatch_migrations` of the database.
+///
+/// ```swift
+/// let migrator = try Migrator(directory: "Migrations")
+/// let queue = try DatabaseQueue(path: "/var/lib/app/db.sqlite")
+/// let applied = try await migrator.migrate(queue)
+/// print("applied", applied.map(\.fileName))      // ["0001_create_team_and_player.sql", …]
+/// ```
+///
+/// Each migration runs in its own `BEGIN IMMEDIATE` transaction that
+/// re-reads the records, runs the statements one by one, checks foreign keys
+/// and records the migration. A failure rolls that migration back and throws
+/// a ``MigrationError``; earlier migrations stay applied. Migrators on
+/// several connections or processes may run at once: the write lock
+/// serializes them, and each migration is applied once.
+public struct Migrator: Sendable {
+    /// The migrations, sorted by number: 1, 2, 3, … without gaps.
+    ///
+    /// ```swift
+    /// try Migrator(directory: "Migrations").migrations.map(\.fileName)   // ["0001_create_team_and_player.sql", …]
+    /// ```
+    public let migrations: [Migration]
+
+    /// The table where applied migrations are recorded.
+    static let recordTable = "dbwatch_migrations"
+
+    /// A migrator over migrations carried in code.
+    ///
+    /// ```swift
+    /// let migrator = try Migrator(migrations: [
+    ///     Migration(number: 1, name: "create_player", sql: "CREATE TABLE player (id INTEGER PRIMARY KEY);"),
+    ///     Migration(number: 2, name: "add_player_score", sql: "ALTER TABLE player ADD COLUMN score INTEGER;"),
+    /// ])
+    /// ```
+    ///
+    /// - Parameter migrations: the migrations, in any order.
+    /// - Throws: ``MigrationError/invalidFileName(_:)`` for a number below 1
+    ///   or a name other than letters, digits, `_` and `-`;
+    ///   ``MigrationError/duplicateNumber(_:fileNames:)``;
+    ///   ``MigrationError/gap(missing:next:)`` unless the numbers are 1, 2, 3, ….
+    public init(migrations: [Migration]) throws {
+        for migration in migrations {
+            guard let parsed = Migration.parseFileName(migration.fileName), parsed.number == migration.number,
+                parsed.name == migration.name
+            else { throw MigrationError.invalidFileName(migration.fileName) }
+        }
+        let sorted = migrations.sorted { ($0.number, $0.fileName) < ($1.number, $1.fileName) }
+        var expected = 1
+        for (index, migration) in sorted.enumerated() {
+            if index > 0 && sorted[index - 1].number == migration.number {
+                throw MigrationError.duplicateNumber(
+                    migration.number, fileNames: sorted.filter { $0.number == migration.number }.map(\.fileName))
+            }
+            if migration.number != expected {
+                throw MigrationError.gap(missing: expected...(migration.number - 1), next: migration.fileName)
+            }
+            expected += 1
+        }
+        self.migrations = sorted
+    }
+
+    /// A migrator over the `.sql` files of a directory.
+    ///
+    /// Every file whose name ends in `.sql` must be named
+    /// `NNNN_description.sql`: four or more digits (a number from 1), `_`,
+    /// and a description of letters, digits, `_` and `-`, for example
+    /// `0001_create_team_and_player.sql`. Numbers run 1, 2, 3, … without
+    /// gaps. Hidden files, subdirectories and files with other extensions
+    /// (`README.md`) are ignored. A file must be UTF-8; its checksum is the
+    /// SHA-256 of its bytes.
+    ///
+    /// ```swift
+    /// let migrator = try Migrator(directory: "/opt/app/Migrations")
+    /// ```
+    ///
+    /// - Parameter directory: the directory path.
+    /// - Throws: ``MigrationError/unreadable(path:reason:)``,
+    ///   ``MigrationError/invalidFileName(_:)``,
+    ///   ``MigrationError/duplicateNumber(_:fileNames:)`` or
+    ///   ``MigrationError/gap(missing:next:)``.
+    public init(directory: String) throws {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MigrationError.unreadable(path: directory, reason: "no such directory")
+        }
+        let names: [String]
+        do {
+            names = try manager.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw MigrationError.unreadable(path: directory, reason: "\(error)")
+        }
+        var migrations: [Migration] = []
+        for fileName in names.sorted() where !fileName.hasPrefix(".") && fileName.lowercased().hasSuffix(".sql") {
+            let path = (directory as NSString).appendingPathComponent(fileName)
+            var isSubdirectory: ObjCBool = false
+            if manager.fileExists(atPath: path, isDirectory: &isSubdirectory), isSubdirectory.boolValue { continue }
+            guard let (number, name) = Migration.parseFileName(fileName) else {
+                throw MigrationError.invalidFileName(fileName)
+            }
+            guard let data = manager.contents(atPath: path) else {
+                throw MigrationError.unreadable(path: path, reason: "the file cannot be read")
+            }
+            guard let sql = String(validating: data, as: UTF8.self) else {
+                throw MigrationError.unreadable(path: path, reason: "the file is not valid UTF-8")
+            }
+            migrations.append(Migration(number: number, name: name, sql: sql, fileName: fileName))
+        }
+        try self.init(migrations: migrations)
+    }
+
+    /// Which migrations are applied, pending, changed since they were
+    /// applied, or applied but unknown to this migrator. Reads only.
+    ///
+    /// ```swift
+    /// let status = try await migrator.status(of: queue)
+    /// print(status.applied.count, "applied,", status.pending.count, "pending")
+    /// ```
+    ///
+    /// - Parameter writer: the database.
+    /// - Throws: ``SQLiteError`` when the database cannot be read.
+    public func status(of writer: some DatabaseWriter) async throws -> MigrationStatus {
+        let records = try await writer.read { db in try Migrator.records(in: db) }
+        return MigrationStatus(migrations: migrations, records: records)
+    }
+
+    /// The migrations ``migrate(_:upTo:)`` would apply now, without changing
+    /// the database; throws where it would refuse to start.
+    ///
+    /// ```swift
+    /// for migration in try await migrator.dryRun(queue) {
+    ///     print("would apply", migration.fileName)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - writer: the database.
+    ///   - target: the number of the last migration to apply; `nil` for all.
+    /// - Throws: ``MigrationError/noSuchMigration(_:)`` for an unknown
+    ///   `target`; ``MigrationError/historyMismatch(changed:unknown:)`` when
+    ///   the history does not match; ``SQLiteError`` when reading fails.
+    public func dryRun(_ writer: some DatabaseWriter, upTo target: Int? = nil) async throws -> [Migration] {
+        if let target, !migrations.contains(where: { $0.number == target }) {
+            throw MigrationError.noSuchMigration(target)
+        }
+        let status = try await status(of: writer)
+        try status.checkHistory()
+        return status.pending.filter { $0.number <= target ?? .max }
+    }
+
+    /// Applies the pending migrations in order, up to `target`, and returns
+    /// those this call applied.
+    ///
+    /// Each migration runs in one `BEGIN IMMEDIATE` transaction that first
+    /// re-reads the records (another connection or process may have applied
+    /// it meanwhile: then it is skipped, and not returned), runs the
+    /// statements one by one, checks foreign keys and records the migration.
+    /// A failure rolls that migration back completely and throws; migrations
+    /// applied before it stay applied. Running again when nothing is pending
+    /// writes nothing. A `target` below the last applied migration applies
+    /// nothing (there are no down migrations).
+    ///
+    /// ```swift
+    /// try await migrator.migrate(queue, upTo: 2)   // applies 0001 and 0002
+    /// try await migrator.migrate(queue)            // applies the rest
+    /// try await migrator.migrate(queue)            // returns []
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - writer: the database.
+    ///   - target: the number of the last migration to apply; `nil` for all.
+    /// - Returns: the migrations applied by this call, in order.
+    /// - Throws: ``MigrationError/historyMismatch(changed:unknown:)`` (nothing
+    ///   applied), ``MigrationError/statementFailed(fileName:line:statement:error:)``,
+    ///   ``MigrationError/foreignKeyViolation(fileName:tables:)``,
+    ///   ``MigrationError/noSuchMigration(_:)``; ``SQLiteError`` when the
+    ///   write lock stays busy beyond the busy timeout; `CancellationError`.
+    @discardableResult
+    public func migrate(_ writer: some DatabaseWriter, upTo target: Int? = nil) async throws -> [Migration] {
+        let plan = try await dryRun(writer, upTo: target)
+        return try await apply(plan, to: writer)
+    }
+
+    /// Applies `plan` (from ``dryRun(_:upTo:)``), each migration in its own
+    /// transaction that skips it if it is applied by then.
+    func apply(_ plan: [Migration], to writer: some DatabaseWriter) async throws -> [Migration] {
+        var applied: [Migration] = []
+        let migrations = self.migrations
+        for migration in plan {
+            try Task.checkCancellation()
+            let didApply = try await writer.write { db in
+                try Migrator.apply(migration, knowing: migrations, in: db)
+            }
+            if didApply { applied.append(migration) }
+        }
+        return applied
+    }
+
+    /// Applies `migration` inside the open transaction of `db`, after
+    /// checking the records against `migrations`. Returns `false` when the
+    /// migration is already applied.
+    static func apply(_ migration: Migration, knowing migrations: [Migration], in db: Database) throws -> Bool {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS \(recordTable) (
+                    number INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    checksum TEXT NOT NULL,
+                    applied_at TEXT NOT NULL
+                )
+                """)
+        let records = try Migrator.records(in: db)
+        try MigrationStatus(migrations: migrations, records: records).checkHistory()
+        if records.contains(where: { $0.number == migration.number }) {
+            db.logger.debug("migration already applied", metadata: ["migration": "\(migration.fileName)"])
+            return false
+        }
+        for statement in SQLScript(migration.sql).statements {
+            try run(statement, of: migration, in: db)
+        }
+        let violations = try db.fetchAll(sql: "PRAGMA foreign_key_check")
+        if !violations.isEmpty {
+            let tables = try Set(violations.map { try $0.decode(String.self, at: 0) }).sorted()
+            throw MigrationError.foreignKeyViolation(fileName: migration.fileName, tables: tables)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO \(recordTable) (number, name, checksum, applied_at)
+                VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+                """,
+            arguments: [migration.number, migration.name, migration.checksum])
+        db.logger.debug("applied migration", metadata: ["migration": "\(migration.fileName)"])
+        return true
+    }
+
+    /// Runs one statement of a migration, turning a failure into
+    /// ``MigrationError/statementFailed(fileName:line:statement:error:)``.
+    private static func run(_ statement: SQLScript.Statement, of migration: Migration, in db: Database) throws {
+        func failure(_ error: SQLiteError) -> MigrationError {
+            .statementFailed(fileName: migration.fileName, line: statement.line, statement: statement.sql, error: error)
+        }
+        if statement.isTransactionControl {
+            throw failure(
+                SQLiteError(
+                    code: .misuse,
+                    message: "a migration runs in its own transaction: remove BEGIN, COMMIT, END and ROLLBACK",
+                    sql: statement.sql))
+        }
+        do {
+            try db.execute(sql: statement.sql)
+        } catch let error as SQLiteError where error.code.primary != .interrupt {
+            throw failure(error)
+        }
+        // Transaction control is refused above; this guards the guarantee anyway.
+        guard db.isInsideTransaction else {
+            throw failure(
+                SQLiteError(
+                    code: .misuse, message: "the statement ended the migration's transaction", sql: statement.sql))
+        }
+    }
+
+    /// The records of applied migrations, by number; none when the table
+    /// does not exist yet.
+    static func records(in db: Database) throws -> [AppliedMigration] {
+        let tableCount = try db.fetchOne(
+            Int.self,
+            sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = '\(recordTable)'")
+        guard let tableCount, tableCount > 0 else { return [] }
+        return try db.fetchAll(sql: "SELECT number, name, checksum, applied_at FROM \(recordTable) ORDER BY number")
+            .map { row in
+                AppliedMigration(
+                    number: try row.decode(Int.self, at: 0),
+                    name: try row.decode(String.self, at: 1),
+                    checksum: try row.decode(String.self, at: 2),
+                    appliedAt: try row.decode(String.self, at: 3))
+            }
+    }
+}

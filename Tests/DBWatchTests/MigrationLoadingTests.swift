@@ -1,0 +1,167 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Migrations: loading files and lists")
+struct MigrationLoadingTests {
+    @Test func loadsSQLFilesInNumberOrderAndIgnoresOthers() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = try directory.migrationDirectory([
+                "00002_add_score.sql": "ALTER TABLE player ADD COLUMN score INTEGER;\n",
+                "0001_create_player.sql": "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT);\n",
+                "0003_add-team.sql": "ALTER TABLE player ADD COLUMN team TEXT;\n",
+                "README.md": "not a migration",
+                ".0004_hidden.sql": "hidden files are ignored",
+                "0005_notes.sql.bak": "other extensions are ignored",
+            ])
+            try FileManager.default.createDirectory(
+                atPath: path + "/0006_folder.sql", withIntermediateDirectories: true)
+            let migrator = try Migrator(directory: path)
+            #expect(migrator.migrations.map(\.number) == [1, 2, 3])
+            #expect(migrator.migrations.map(\.name) == ["create_player", "add_score", "add-team"])
+            #expect(
+                migrator.migrations.map(\.fileName) == [
+                    "0001_create_player.sql", "00002_add_score.sql", "0003_add-team.sql",
+                ])
+            #expect(migrator.migrations[0].sql == "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT);\n")
+        }
+    }
+
+    @Test func checksumIsTheSHA256OfTheFileBytes() async throws {
+        try await withTemporaryDirectory { directory in
+            // Windows line endings and non-ASCII text are hashed as they are.
+            let text = "-- héllo\r\nCREATE TABLE a (x);\r\n"
+            let path = try directory.migrationDirectory(["0001_a.sql": text])
+            let migration = try #require(try Migrator(directory: path).migrations.first)
+            // printf -- '-- h\xc3\xa9llo\r\nCREATE TABLE a (x);\r\n' | sha256sum
+            #expect(migration.checksum == Self.expectedChecksum)
+            // The same text carried in code has the same checksum.
+            #expect(Migration(number: 1, name: "a", sql: text).checksum == migration.checksum)
+        }
+    }
+
+    static let expectedChecksum = "fb45165c939f0c7ece17e0980df6bfaa05d6da97d9c07b32230da930fcdb1f1f"
+
+    @Test(arguments: [
+        "1_short.sql", "001_three_digits.sql", "0001.sql", "0001_.sql", "0001-dash.sql", "0001_with space.sql",
+        "0000_zero.sql", "abcd_letters.sql", "0001_upper.SQL", "0001_dots.v2.sql", "_0001_x.sql",
+    ])
+    func rejectsNamesOutsideTheConvention(fileName: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let path = try directory.migrationDirectory([fileName: "SELECT 1;", "0001_ok.sql": "SELECT 1;"])
+            #expect {
+                try Migrator(directory: path)
+            } throws: { error in
+                guard case MigrationError.invalidFileName(let name) = error else { return false }
+                return name == fileName
+            }
+        }
+    }
+
+    @Test func rejectsDuplicateNumbers() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = try directory.migrationDirectory([
+                "0001_a.sql": "SELECT 1;", "0002_b.sql": "SELECT 1;", "00002_c.sql": "SELECT 1;",
+            ])
+            let error = try #require(throws: MigrationError.self) { try Migrator(directory: path) }
+            guard case .duplicateNumber(let number, let fileNames) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(number == 2)
+            #expect(fileNames == ["00002_c.sql", "0002_b.sql"])
+            #expect(error.description.contains("0002_b.sql"))
+        }
+    }
+
+    @Test(arguments: [
+        ([1, 2, 4], 3...3, "0004_m.sql"),
+        ([2, 3], 1...1, "0002_m.sql"),
+        ([1, 5, 6], 2...4, "0005_m.sql"),
+    ])
+    func rejectsGaps(numbers: [Int], missing: ClosedRange<Int>, next: String) async throws {
+        let migrations = numbers.map { Migration(number: $0, name: "m", sql: "SELECT 1;") }
+        let error = try #require(throws: MigrationError.self) { try Migrator(migrations: migrations) }
+        guard case .gap(let reportedMissing, let reportedNext) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(reportedMissing == missing)
+        #expect(reportedNext == next)
+        #expect(error.description.contains(next))
+    }
+
+    @Test func gapsInADirectoryAreReportedToo() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = try directory.migrationDirectory(["0001_a.sql": "SELECT 1;", "0003_c.sql": "SELECT 1;"])
+            #expect {
+                try Migrator(directory: path)
+            } throws: { error in
+                guard case MigrationError.gap(let missing, let next) = error else { return false }
+                return missing == 2...2 && next == "0003_c.sql"
+            }
+        }
+    }
+
+    @Test func missingDirectoryAndUnreadableFiles() async throws {
+        try await withTemporaryDirectory { directory in
+            #expect {
+                try Migrator(directory: directory.file("nowhere"))
+            } throws: { error in
+                guard case MigrationError.unreadable(let path, _) = error else { return false }
+                return path == directory.file("nowhere")
+            }
+            let path = try directory.migrationDirectory([:], named: "latin1")
+            try Data([0x53, 0x45, 0x4C, 0x45, 0x43, 0x54, 0x20, 0x27, 0xE9, 0x27, 0x3B])  // SELECT 'é'; in Latin-1
+                .write(to: URL(fileURLWithPath: path + "/0001_latin1.sql"))
+            #expect {
+                try Migrator(directory: path)
+            } throws: { error in
+                guard case MigrationError.unreadable(let file, let reason) = error else { return false }
+                return file.hasSuffix("0001_latin1.sql") && reason.contains("UTF-8")
+            }
+        }
+    }
+
+    @Test func emptyDirectoryHasNoMigrations() async throws {
+        try await withTemporaryDirectory { directory in
+            let migrator = try Migrator(directory: try directory.migrationDirectory([:]))
+            #expect(migrator.migrations.isEmpty)
+            let queue = try DatabaseQueue()
+            #expect(try await migrator.migrate(queue).isEmpty)
+            #expect(try await migrator.status(of: queue).isUpToDate)
+            #expect(try await recordedMigrationNumbers(in: queue).isEmpty)
+        }
+    }
+
+    @Test func inCodeMigrationsAreSortedAndChecked() throws {
+        let migrator = try Migrator(migrations: [
+            Migration(number: 2, name: "second", sql: "SELECT 2;"),
+            Migration(number: 1, name: "first", sql: "SELECT 1;"),
+        ])
+        #expect(migrator.migrations.map(\.fileName) == ["0001_first.sql", "0002_second.sql"])
+        #expect(migrator.migrations.map(\.description) == ["0001_first.sql", "0002_second.sql"])
+        #expect(Migration(number: 12345, name: "big", sql: "").fileName == "12345_big.sql")
+
+        #expect {
+            try Migrator(migrations: [Migration(number: 0, name: "zero", sql: "")])
+        } throws: { error in
+            guard case MigrationError.invalidFileName(let name) = error else { return false }
+            return name == "0000_zero.sql"
+        }
+        #expect {
+            try Migrator(migrations: [Migration(number: 1, name: "has space", sql: "")])
+        } throws: { error in
+            guard case MigrationError.invalidFileName = error else { return false }
+            return true
+        }
+        #expect {
+            try Migrator(migrations: [
+                Migration(number: 1, name: "a", sql: ""), Migration(number: 1, name: "b", sql: ""),
+            ])
+        } throws: { error in
+            guard case MigrationError.duplicateNumber(1, let fileNames) = error else { return false }
+            return fileNames == ["0001_a.sql", "0001_b.sql"]
+        }
+    }
+}

@@ -1,0 +1,392 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Migrations: applying")
+struct MigrationTests {
+    static let first = Migration(
+        number: 1, name: "create_team",
+        sql: """
+            CREATE TABLE team (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+            INSERT INTO team (name) VALUES ('Reds');
+            """)
+    static let second = Migration(
+        number: 2, name: "create_player",
+        sql: """
+            -- Players belong to teams.
+            CREATE TABLE player (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                score INTEGER NOT NULL DEFAULT 0,
+                team_id INTEGER REFERENCES team(id) ON DELETE CASCADE
+            );
+            INSERT INTO player (name, team_id) VALUES ('Arthur', 1);
+            """)
+    static let third = Migration(
+        number: 3, name: "create_game",
+        sql: "CREATE TABLE game (id INTEGER PRIMARY KEY, played_at TEXT NOT NULL);\n")
+
+    static let migrator = try! Migrator(migrations: [first, second, third])
+
+    @Test func appliesFromScratch() async throws {
+        let queue = try DatabaseQueue()
+        let applied = try await Self.migrator.migrate(queue)
+        #expect(applied == [Self.first, Self.second, Self.third])
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "game", "player", "team"])
+        let players = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM player") }
+        #expect(players == ["Arthur"])
+
+        let records = try await queue.read { db in
+            try db.fetchAll(sql: "SELECT number, name, checksum, applied_at FROM dbwatch_migrations ORDER BY number")
+        }
+        #expect(try records.map { try $0.decode(Int.self, at: 0) } == [1, 2, 3])
+        #expect(
+            try records.map { try $0.decode(String.self, at: 1) } == ["create_team", "create_player", "create_game"])
+        #expect(try records.map { try $0.decode(String.self, at: 2) } == applied.map(\.checksum))
+        for record in records {
+            let appliedAt = try record.decode(String.self, at: 3)
+            #expect(appliedAt.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(appliedAt)")
+        }
+
+        let status = try await Self.migrator.status(of: queue)
+        #expect(status.isUpToDate)
+        #expect(status.applied.map(\.number) == [1, 2, 3])
+        #expect(status.applied.map(\.fileName) == applied.map(\.fileName))
+    }
+
+    @Test func rerunningAppliesNothing() async throws {
+        let queue = try DatabaseQueue()
+        try await Self.migrator.migrate(queue)
+        let before = try await queue.read { db in try db.fetchAll(sql: "SELECT * FROM dbwatch_migrations") }
+        let changesBefore = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT total_changes()") }
+
+        #expect(try await Self.migrator.dryRun(queue).isEmpty)
+        #expect(try await Self.migrator.migrate(queue).isEmpty)
+
+        let after = try await queue.read { db in try db.fetchAll(sql: "SELECT * FROM dbwatch_migrations") }
+        let changesAfter = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT total_changes()") }
+        #expect(after == before)
+        #expect(changesAfter == changesBefore)
+        #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM team") } == 1)
+    }
+
+    @Test func failingMigrationInTheMiddleRollsBackOnlyItself() async throws {
+        let failing = Migration(
+            number: 2, name: "create_player",
+            sql: """
+                CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+                INSERT INTO player (name) VALUES ('Arthur');
+                UPDATE team SET name = 'Blues';
+
+                -- The typo below fails.
+                INSERT INTO players (name)
+                VALUES ('Barbara');
+                CREATE TABLE never (x);
+                """)
+        let migrator = try Migrator(migrations: [Self.first, failing, Self.third])
+        let queue = try DatabaseQueue()
+
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .statementFailed(let fileName, let line, let statement, let sqliteError) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(fileName == "0002_create_player.sql")
+        #expect(line == 6)
+        #expect(statement == "INSERT INTO players (name)\nVALUES ('Barbara');")
+        #expect(sqliteError.code == .error)
+        #expect(sqliteError.message == "no such table: players")
+        #expect(error.description.contains("0002_create_player.sql"))
+        #expect(error.description.contains("line 6"))
+        #expect(error.description.contains("no such table: players"))
+
+        // The first migration stays; nothing of the second remains; the third did not run.
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "team"])
+        #expect(try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM team") } == ["Reds"])
+        #expect(try await recordedMigrationNumbers(in: queue) == [1])
+        let status = try await migrator.status(of: queue)
+        #expect(status.pending.map(\.number) == [2, 3])
+
+        // Once fixed, the rest applies.
+        let fixed = try await Self.migrator.migrate(queue)
+        #expect(fixed.map(\.number) == [2, 3])
+        #expect(try await recordedMigrationNumbers(in: queue) == [1, 2, 3])
+    }
+
+    @Test func failingFirstMigrationLeavesAnUntouchedDatabase() async throws {
+        let migrator = try Migrator(migrations: [
+            Migration(number: 1, name: "broken", sql: "CREATE TABLE a (x);\nCREATE TABLE a (y);\n")
+        ])
+        let queue = try DatabaseQueue()
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .statementFailed(_, 2, "CREATE TABLE a (y);", let sqliteError) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(sqliteError.message == "table a already exists")
+        #expect(try await schemaObjectNames(in: queue).isEmpty)
+    }
+
+    @Test func constraintErrorsKeepTheirExtendedCode() async throws {
+        let migrator = try Migrator(migrations: [
+            Self.first,
+            Migration(number: 2, name: "duplicate_team", sql: "INSERT INTO team (name) VALUES ('Reds');"),
+        ])
+        let queue = try DatabaseQueue()
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .statementFailed(_, _, _, let sqliteError) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(sqliteError.code == .constraintUnique)
+        #expect(try await recordedMigrationNumbers(in: queue) == [1])
+    }
+
+    @Test func foreignKeyViolationsNameTheTableAndRollBack() async throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let queue = try DatabaseQueue(configuration: configuration)
+        let orphan = Migration(
+            number: 3, name: "orphan",
+            sql: """
+                CREATE TABLE game (id INTEGER PRIMARY KEY);
+                INSERT INTO player (name, team_id) VALUES ('Nobody', 42);
+                """)
+        let migrator = try Migrator(migrations: [Self.first, Self.second, orphan])
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .foreignKeyViolation(let fileName, let tables) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(fileName == "0003_orphan.sql")
+        #expect(tables == ["player"])
+        #expect(error.description.contains("player"))
+        #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "player", "team"])
+        #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") } == 1)
+    }
+
+    @Test func deferredForeignKeysAreCheckedBeforeCommit() async throws {
+        let queue = try DatabaseQueue()
+        let migrator = try Migrator(migrations: [
+            Self.first,
+            Migration(
+                number: 2, name: "deferred",
+                sql: """
+                    CREATE TABLE membership (
+                        team_id INTEGER NOT NULL REFERENCES team(id) DEFERRABLE INITIALLY DEFERRED
+                    );
+                    INSERT INTO membership (team_id) VALUES (99);
+                    """),
+        ])
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .foreignKeyViolation("0002_deferred.sql", ["membership"]) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "team"])
+    }
+
+    @Test func editedAppliedMigrationIsRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = try directory.migrationDirectory([
+                Self.first.fileName: Self.first.sql, Self.second.fileName: Self.second.sql,
+            ])
+            let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+            #expect(try await Migrator(directory: path).migrate(queue).count == 2)
+
+            // Someone edits an applied file and adds a new one.
+            try Data((Self.second.sql + "CREATE INDEX player_on_name ON player(name);\n").utf8)
+                .write(to: URL(fileURLWithPath: path + "/" + Self.second.fileName))
+            try Data(Self.third.sql.utf8).write(to: URL(fileURLWithPath: path + "/" + Self.third.fileName))
+            let migrator = try Migrator(directory: path)
+
+            let status = try await migrator.status(of: queue)
+            #expect(status.applied.map(\.number) == [1])
+            #expect(status.changed.map(\.fileName) == ["0002_create_player.sql"])
+            #expect(status.pending.map(\.number) == [3])
+            #expect(status.unknown.isEmpty)
+            #expect(!status.matchesHistory)
+            #expect(!status.isUpToDate)
+
+            for attempt in ["dry run", "migrate"] {
+                let error = try await #require(throws: MigrationError.self, "\(attempt)") {
+                    if attempt == "migrate" {
+                        try await migrator.migrate(queue)
+                    } else {
+                        _ = try await migrator.dryRun(queue)
+                    }
+                }
+                guard case .historyMismatch(let changed, let unknown) = error else {
+                    Issue.record("unexpected \(error)")
+                    return
+                }
+                #expect(changed.map(\.fileName) == ["0002_create_player.sql"])
+                #expect(unknown.isEmpty)
+                #expect(error.description.contains("0002_create_player.sql"))
+            }
+            // Nothing was applied: migration 3 is still pending.
+            #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "player", "team"])
+            #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
+        }
+    }
+
+    @Test func unknownAppliedMigrationIsRefused() async throws {
+        let queue = try DatabaseQueue()
+        try await Self.migrator.migrate(queue)
+        // An older build of the app knows only the first two migrations.
+        let older = try Migrator(migrations: [Self.first, Self.second])
+        let status = try await older.status(of: queue)
+        #expect(status.applied.map(\.number) == [1, 2])
+        #expect(status.unknown.map(\.fileName) == ["0003_create_game.sql"])
+        #expect(status.pending.isEmpty && status.changed.isEmpty)
+
+        let error = try await #require(throws: MigrationError.self) { try await older.migrate(queue) }
+        guard case .historyMismatch(let changed, let unknown) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(changed.isEmpty)
+        #expect(unknown.map(\.number) == [3])
+        #expect(unknown.first?.name == "create_game")
+        #expect(unknown.first?.checksum == Self.third.checksum)
+        #expect(error.description.contains("0003_create_game.sql"))
+    }
+
+    @Test func statusReportsAppliedPendingChangedAndUnknown() async throws {
+        let queue = try DatabaseQueue()
+        try await Self.migrator.migrate(queue, upTo: 2)
+        // A newer app recorded a migration 9 this one has never seen.
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO dbwatch_migrations (number, name, checksum, applied_at)
+                    VALUES (9, 'future', 'abc', '2030-01-01T00:00:00.000Z')
+                    """)
+        }
+        let edited = Migration(number: 2, name: "create_player", sql: Self.second.sql + "-- edited\n")
+        let migrator = try Migrator(migrations: [Self.first, edited, Self.third])
+        let status = try await migrator.status(of: queue)
+        #expect(status.applied.map(\.number) == [1])
+        #expect(status.changed == [edited])
+        #expect(status.pending == [Self.third])
+        #expect(status.unknown.map(\.description) == ["0009_future.sql (applied 2030-01-01T00:00:00.000Z)"])
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .historyMismatch([edited], let unknown) = error, unknown.map(\.number) == [9] else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+    }
+
+    @Test func migratesUpToATarget() async throws {
+        let queue = try DatabaseQueue()
+        #expect(try await Self.migrator.dryRun(queue, upTo: 2).map(\.number) == [1, 2])
+        #expect(try await Self.migrator.migrate(queue, upTo: 2).map(\.number) == [1, 2])
+        #expect(try await Self.migrator.migrate(queue, upTo: 1).isEmpty)
+        #expect(try await Self.migrator.migrate(queue, upTo: 2).isEmpty)
+        #expect(try await Self.migrator.status(of: queue).pending == [Self.third])
+        await #expect {
+            try await Self.migrator.migrate(queue, upTo: 7)
+        } throws: { error in
+            guard case MigrationError.noSuchMigration(7) = error else { return false }
+            return true
+        }
+        #expect(try await Self.migrator.migrate(queue, upTo: 3).map(\.number) == [3])
+    }
+
+    @Test func dryRunChangesNothing() async throws {
+        let queue = try DatabaseQueue()
+        #expect(try await Self.migrator.dryRun(queue) == [Self.first, Self.second, Self.third])
+        #expect(try await schemaObjectNames(in: queue).isEmpty)
+        #expect(try await Self.migrator.status(of: queue).pending.count == 3)
+        try await Self.migrator.migrate(queue, upTo: 1)
+        #expect(try await Self.migrator.dryRun(queue).map(\.number) == [2, 3])
+        #expect(try await Self.migrator.dryRun(queue, upTo: 2).map(\.number) == [2])
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "team"])
+    }
+
+    @Test func transactionControlIsRefused() async throws {
+        let queue = try DatabaseQueue()
+        let migrator = try Migrator(migrations: [
+            Migration(
+                number: 1, name: "own_transaction", sql: "CREATE TABLE a (x);\nBEGIN;\nCREATE TABLE b (y);\nCOMMIT;\n")
+        ])
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .statementFailed("0001_own_transaction.sql", 2, "BEGIN;", let sqliteError) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(sqliteError.code == .misuse)
+        #expect(try await schemaObjectNames(in: queue).isEmpty)
+    }
+
+    @Test func savepointsInsideAMigrationWork() async throws {
+        let queue = try DatabaseQueue()
+        let migrator = try Migrator(migrations: [
+            Migration(
+                number: 1, name: "savepoints",
+                sql: """
+                    SAVEPOINT attempt;
+                    CREATE TABLE undone (x);
+                    ROLLBACK TO attempt;
+                    RELEASE attempt;
+                    CREATE TABLE kept (y);
+                    """)
+        ])
+        #expect(try await migrator.migrate(queue).count == 1)
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "kept"])
+    }
+
+    @Test func trickyScriptsApply() async throws {
+        let queue = try DatabaseQueue()
+        let migrator = try Migrator(migrations: [
+            Migration(
+                number: 1, name: "tricky",
+                sql: """
+                    /* A note; with semicolons; */
+                    CREATE TABLE note (id INTEGER PRIMARY KEY, text TEXT NOT NULL); -- one; two
+                    CREATE TABLE "audit;log" (note_id INTEGER, text TEXT);
+                    CREATE TRIGGER note_audit AFTER INSERT ON note
+                    BEGIN
+                        INSERT INTO "audit;log" (note_id, text) VALUES (new.id, 'inserted; ' || new.text);
+                        INSERT INTO "audit;log" (note_id, text) VALUES (new.id, 'END;');
+                    END;
+                    INSERT INTO note (text) VALUES ('a;b'), ('it''s; fine');
+                    """)
+        ])
+        try await migrator.migrate(queue)
+        let notes = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT text FROM note ORDER BY id")
+        }
+        #expect(notes == ["a;b", "it's; fine"])
+        let audit = try await queue.read { db in
+            try db.fetchAll(String.self, sql: "SELECT text FROM \"audit;log\" ORDER BY rowid")
+        }
+        #expect(audit == ["inserted; a;b", "END;", "inserted; it's; fine", "END;"])
+    }
+
+    @Test func emptyAndCommentOnlyMigrationsAreRecorded() async throws {
+        let queue = try DatabaseQueue()
+        let migrator = try Migrator(migrations: [
+            Migration(number: 1, name: "empty", sql: ""),
+            Migration(number: 2, name: "comments", sql: "-- nothing to do yet;\n/* really; */\n"),
+        ])
+        #expect(try await migrator.migrate(queue).count == 2)
+        #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations"])
+    }
+
+    @Test func worksWithAPoolOnAFile() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTimeout {
+                let pool = try DatabasePool(path: directory.file("db.sqlite"))
+                #expect(try await Self.migrator.migrate(pool).count == 3)
+                #expect(try await Self.migrator.status(of: pool).isUpToDate)
+                pool.close()
+                // Reopened, the history is there.
+                let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+                #expect(try await Self.migrator.migrate(queue).isEmpty)
+                #expect(try await recordedMigrationNumbers(in: queue) == [1, 2, 3])
+            }
+        }
+    }
+}

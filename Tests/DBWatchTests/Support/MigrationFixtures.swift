@@ -1,0 +1,103 @@
+import DBWatch
+import Foundation
+
+/// The repository's own `Migrations/` directory (the demo schema).
+let repositoryMigrationsPath: String = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()  // Support
+    .deletingLastPathComponent()  // DBWatchTests
+    .deletingLastPathComponent()  // Tests
+    .deletingLastPathComponent()  // repository root
+    .appendingPathComponent("Migrations").path
+
+/// The tables the demo schema creates.
+let demoSchemaTables = ["game", "game_player", "player", "player_search", "score_change", "team"]
+
+/// The stock SQLite shell, when installed (CI installs it).
+let sqliteShellPath = "/usr/bin/sqlite3"
+let sqliteShellIsInstalled = FileManager.default.isExecutableFile(atPath: sqliteShellPath)
+
+extension TemporaryDirectory {
+    /// Writes `files` (name → contents) into a new subdirectory and returns its path.
+    func migrationDirectory(_ files: [String: String], named name: String = "Migrations") throws -> String {
+        let directory = file(name)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (fileName, contents) in files {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: directory + "/" + fileName))
+        }
+        return directory
+    }
+}
+
+/// The names of the tables and views of a database, sorted, SQLite's own excluded.
+func schemaObjectNames(in writer: some DatabaseWriter, type: String = "table") async throws -> [String] {
+    try await writer.read { db in
+        try db.fetchAll(
+            String.self,
+            sql: "SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            arguments: [type])
+    }
+}
+
+/// The whole schema as `type name: sql` lines, sorted, without the migrations table.
+func schemaDump(of writer: some DatabaseWriter) async throws -> [String] {
+    try await writer.read { db in
+        try db.fetchAll(
+            sql: """
+                SELECT type, name, tbl_name, sql FROM sqlite_master
+                WHERE name <> 'dbwatch_migrations' AND name NOT LIKE 'sqlite_autoindex_dbwatch_migrations%'
+                ORDER BY type, name
+                """
+        ).map { row in
+            let sql = try row.decode(String?.self, at: 3) ?? ""
+            return "\(try row.decode(String.self, at: 0)) \(try row.decode(String.self, at: 1)) "
+                + "on \(try row.decode(String.self, at: 2)): \(sql)"
+        }
+    }
+}
+
+/// The numbers recorded in `dbwatch_migrations`, in order (empty without the table).
+func recordedMigrationNumbers(in writer: some DatabaseWriter) async throws -> [Int] {
+    try await writer.read { db in
+        let exists =
+            try db.fetchOne(
+                Int.self, sql: "SELECT count(*) FROM sqlite_master WHERE name = 'dbwatch_migrations'") ?? 0
+        guard exists > 0 else { return [] }
+        return try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations ORDER BY number")
+    }
+}
+
+/// What a finished process wrote and returned.
+struct ProcessOutput: Sendable {
+    var status: Int32
+    var standardOutput: String
+    var standardError: String
+}
+
+/// Runs `executable` with `arguments`, its standard input read from
+/// `inputPath`, and waits for it without blocking a cooperative thread.
+func runProcess(_ executable: String, arguments: [String], inputPath: String, in directory: TemporaryDirectory)
+    async throws -> ProcessOutput
+{
+    let outputPath = directory.file("process-\(UUID().uuidString).out")
+    let errorPath = directory.file("process-\(UUID().uuidString).err")
+    try Data().write(to: URL(fileURLWithPath: outputPath))
+    try Data().write(to: URL(fileURLWithPath: errorPath))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    let output = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
+    let errors = String(decoding: FileManager.default.contents(atPath: errorPath) ?? Data(), as: UTF8.self)
+    return ProcessOutput(status: status, standardOutput: output, standardError: errors)
+}
