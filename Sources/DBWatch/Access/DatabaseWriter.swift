@@ -14,6 +14,11 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// connection and returns its value; rolls back if it throws.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
+    /// Runs `body` on the writer connection without opening a transaction:
+    /// for statements that cannot run inside one (`VACUUM`, `PRAGMA
+    /// foreign_keys`) or work that manages its own transactions.
+    func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
+
     /// Runs `body` in a read-only transaction on a consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 

@@ -12,13 +12,16 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// The counters of the running observation of this request, if one runs.
     public let statistics: ObservationStatistics?
 
-    /// One line per table: `Observes main.player: columns name, score.`
-    /// or `Observes main.player: all columns and the number of rows.`
+    /// One line per table: `Observes main.player: columns name, score.`,
+    /// `Observes main.player: all columns.` or
+    /// `Observes main.player: which rows exist (inserts and deletes), no column.`
     public var description: String {
         if region.isEmpty { return "Observes no table: the value never changes." }
         var lines = region.tables.keys.sorted().map { table -> String in
             switch region.tables[table]! {
-            case .all: return "Observes \(table): all columns and the number of rows."
+            case .all: return "Observes \(table): all columns."
+            case .columns(let columns) where columns.isEmpty:
+                return "Observes \(table): which rows exist (inserts and deletes), no column."
             case .columns(let columns): return "Observes \(table): columns \(columns.sorted().joined(separator: ", "))."
             }
         }
