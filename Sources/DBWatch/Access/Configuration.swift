@@ -29,6 +29,12 @@ public struct Configuration: Sendable {
     /// file in the folder `file:` and no URI parameter takes effect.
     public var allowsURIFilenames = false
 
+    /// Detects commits by other connections and processes on a file
+    /// database, so observations refresh after them too. Default `nil`
+    /// (off): only writes made through this queue or pool are observed.
+    /// See ``ExternalChangeDetection``.
+    public var externalChangeDetection: ExternalChangeDetection?
+
     /// Where DBWatch logs (debug and trace levels only). Default: a logger
     /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
     public var logger = Logger(label: "dbwatch")

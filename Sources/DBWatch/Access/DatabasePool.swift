@@ -15,6 +15,8 @@ public final class DatabasePool: DatabaseWriter {
     let writerJobs = JobQueue()
     let readerJobs = JobQueue()
     let observationHost: ObservationHost
+    /// Detects other connections' commits, when configured for a file.
+    let externalChangeMonitor: ExternalChangeMonitor?
 
     /// Opens a pool, turning on WAL mode and `synchronous = NORMAL`.
     ///
@@ -41,6 +43,8 @@ public final class DatabasePool: DatabaseWriter {
             }
             try writer.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        externalChangeMonitor = try ExternalChangeMonitor.make(
+            path: path, configuration: configuration, center: center, writerQueue: writerJobs)
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
             throw SQLiteError.databaseClosed
         }
@@ -97,6 +101,7 @@ public final class DatabasePool: DatabaseWriter {
     /// pool.close()
     /// ```
     public func close() {
+        externalChangeMonitor?.stop()
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
         readerJobs.close()
         readerJobs.waitForWorkersUnlessCalledFromOne()

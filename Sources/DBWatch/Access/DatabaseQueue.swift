@@ -19,6 +19,8 @@ public final class DatabaseQueue: DatabaseWriter {
     public let configuration: Configuration
     let jobs = JobQueue()
     let observationHost: ObservationHost
+    /// Detects other connections' commits, when configured for a file.
+    let externalChangeMonitor: ExternalChangeMonitor?
 
     /// Opens a queue.
     ///
@@ -34,6 +36,8 @@ public final class DatabaseQueue: DatabaseWriter {
         let center = ObservationCenter(logger: configuration.logger)
         database.changeCollector = ChangeCollector(center: center)
         observationHost = ObservationHost(center: center, fetchQueue: jobs)
+        externalChangeMonitor = try ExternalChangeMonitor.make(
+            path: path, configuration: configuration, center: center, writerQueue: jobs)
         ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {
             // The connection was opened above; reopening happens only after close, which refuses jobs.
             throw SQLiteError.databaseClosed
@@ -41,8 +45,7 @@ public final class DatabaseQueue: DatabaseWriter {
     }
 
     deinit {
-        jobs.close()
-        jobs.waitForWorkersUnlessCalledFromOne()
+        close()
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction and returns its
@@ -91,6 +94,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// queue.close()
     /// ```
     public func close() {
+        externalChangeMonitor?.stop()
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne()
     }

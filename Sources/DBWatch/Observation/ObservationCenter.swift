@@ -5,6 +5,8 @@ import Synchronization
 protocol ObservationDriving: AnyObject, Sendable {
     /// A commit touched the observation's region: refetch (coalesced).
     func commitDidTouchRegion()
+    /// The database file was replaced: deliver the error.
+    func deliver(_ error: any Error)
 }
 
 /// The observations of one database: indexes them by the tables they read,
@@ -146,6 +148,12 @@ final class ObservationCenter: Sendable {
             }
         }
         for driver in touched { driver.commitDidTouchRegion() }
+    }
+
+    /// Delivers the replacement error to every observation.
+    func databaseFileWasReplaced(_ error: any Error) {
+        let drivers = state.withLock { state in state.entries.values.map(\.driver) }
+        for driver in drivers { driver.deliver(error) }
     }
 
     // MARK: - Statistics

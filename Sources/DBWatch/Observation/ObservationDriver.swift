@@ -82,6 +82,15 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         return statistics
     }
 
+    func deliver(_ error: any Error) {
+        let recipients = state.withLock { state -> [ObservationSubscription<Request.Value>] in
+            state.lastResult = .failure(error)
+            state.valuesDelivered += 1
+            return Array(state.subscribers.values)
+        }
+        for recipient in recipients { recipient.offer(.failure(error)) }
+    }
+
     // MARK: - Fetching
 
     func commitDidTouchRegion() {

@@ -1,0 +1,53 @@
+/// How a file database detects commits made by other connections and
+/// processes (a worker, a cron job, the `sqlite3` shell).
+///
+/// ```swift
+/// var configuration = Configuration()
+/// configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(2))
+/// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite", configuration: configuration)
+/// // Observations on `pool` now also refresh after other processes commit.
+/// ```
+///
+/// `PRAGMA data_version` on the writer connection, which stays open as long
+/// as the database, is the truth: it changes exactly when another
+/// connection commits. inotify on the database folder wakes the check
+/// without polling; a slow poll covers what inotify misses (network file
+/// systems, overflowing event queues).
+public struct ExternalChangeDetection: Sendable {
+    /// The fallback poll interval. Default 1 second.
+    public var pollInterval: Duration
+    /// Whether inotify wakes the check. Default `true`; with `false`, only
+    /// the poll detects external commits.
+    public var usesFileNotifications: Bool
+    let sleep: @Sendable (Duration) async throws -> Void
+
+    /// Creates detection options.
+    ///
+    /// - Parameters:
+    ///   - pollInterval: how often to check without a file notification.
+    ///   - usesFileNotifications: whether inotify wakes the check at once.
+    ///   - clock: the clock of the poll (tests inject a manual clock).
+    public init<C: Clock>(
+        pollInterval: Duration = .seconds(1), usesFileNotifications: Bool = true, clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.pollInterval = pollInterval
+        self.usesFileNotifications = usesFileNotifications
+        self.sleep = { duration in try await clock.sleep(for: duration, tolerance: nil) }
+    }
+}
+
+/// The database file was replaced (renamed over, or deleted and recreated)
+/// while open: the connections still read the old file. Reopen the database.
+///
+/// ```swift
+/// for await result in pool.observe(TopPlayers()).results {
+///     if case .failure(let error as DatabaseFileReplacedError) = result { reopen(error.path) }
+/// }
+/// ```
+public struct DatabaseFileReplacedError: Error, Sendable, CustomStringConvertible {
+    /// The path of the replaced file.
+    public let path: String
+
+    /// `the database file /x/db.sqlite was replaced or deleted; reopen it`
+    public var description: String { "the database file \(path) was replaced or deleted; reopen it" }
+}

@@ -1,0 +1,198 @@
+@testable import DBWatch
+import Foundation
+import Testing
+
+/// Commits by another process (the stock `sqlite3` shell) reach observations.
+@Suite("External changes", .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"))
+struct ExternalChangeTests {
+    static func makePool(_ path: String, detection: ExternalChangeDetection = ExternalChangeDetection()) throws
+        -> DatabasePool
+    {
+        var configuration = Configuration()
+        configuration.externalChangeDetection = detection
+        return try DatabasePool(path: path, configuration: configuration)
+    }
+
+    @Test func insertsUpdatesDeletesAndRollback() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try Self.makePool(path)
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v)") }
+            let request = SQLRequest("SELECT id, v FROM t ORDER BY id")
+            let (values, task) = record(pool.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+
+            try await SQLiteShell.run("INSERT INTO t VALUES (1, 'a'), (2, 'b')", on: path)
+            try await values.wait { $0.last?.value?.count == 2 }
+            try await SQLiteShell.run("UPDATE t SET v = 'z' WHERE id = 1", on: path)
+            try await values.wait { $0.last?.value?.first?[1] == .text("z") }
+            try await SQLiteShell.run("DELETE FROM t WHERE id = 2", on: path)
+            try await values.wait { $0.last?.value?.count == 1 }
+
+            // A rolled-back external transaction produces no value.
+            let delivered = pool.statistics(for: request)!.valuesDelivered
+            try await SQLiteShell.run("BEGIN; INSERT INTO t VALUES (3, 'rolled back'); ROLLBACK;", on: path)
+            try await SQLiteShell.run("INSERT INTO t VALUES (4, 'sentinel')", on: path)
+            try await values.wait { $0.last?.value?.last?[0] == .integer(4) }
+            #expect(pool.statistics(for: request)!.valuesDelivered == delivered + 1)
+            #expect(!values.values.contains { $0.value?.contains { $0[0] == .integer(3) } == true })
+        }
+    }
+
+    @Test func ownWritesAreNotCountedTwice() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try Self.makePool(directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE TABLE other (b)") }
+            let request = IntRequest("SELECT count(*) FROM t")
+            let (values, task) = record(pool.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            for _ in 0..<10 {
+                try await pool.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
+            }
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+            try await values.wait { $0.last?.value == 1 }
+            // Flush the monitor: one more check after all writes, through the writer queue.
+            pool.externalChangeMonitor!.requestCheck()
+            _ = try await pool.writeWithoutTransaction { _ in 0 }
+            #expect(pool.externalChangeMonitor!.externalCommitCount == 0)
+            #expect(pool.statistics(for: request)!.fetches == 2)
+        }
+    }
+
+    @Test func checkpointsAndSameSizeWAL() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try Self.makePool(path)
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES (0)") }
+            let (values, task) = record(pool.observe(IntRequest("SELECT v FROM t")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            try await SQLiteShell.run("UPDATE t SET v = 1", on: path)
+            try await values.wait { $0.last?.value == 1 }
+            try await SQLiteShell.run("PRAGMA wal_checkpoint(TRUNCATE)", on: path)
+            try await SQLiteShell.run("UPDATE t SET v = 2", on: path)
+            try await values.wait { $0.last?.value == 2 }
+            // A passive checkpoint keeps the WAL's size; the next commit
+            // rewrites it from the start, leaving the size unchanged.
+            let walPath = path + "-wal"
+            try await SQLiteShell.run("PRAGMA wal_checkpoint(PASSIVE)", on: path)
+            let sizeBefore = try FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int
+            try await SQLiteShell.run("UPDATE t SET v = 3", on: path)
+            let sizeAfter = try FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int
+            #expect(sizeBefore == sizeAfter)
+            try await values.wait { $0.last?.value == 3 }
+        }
+    }
+
+    @Test func pollFindsWhatNotificationsMiss() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let clock = TestClock()
+            let pool = try Self.makePool(
+                path,
+                detection: ExternalChangeDetection(
+                    pollInterval: .seconds(30), usesFileNotifications: false, clock: clock))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
+            let (values, task) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path)
+            // Nothing wakes the check until the poll interval passes on the clock.
+            try await waitUntil { clock.sleeperCount == 1 }
+            #expect(values.values.count == 1)
+            clock.advance(by: .seconds(30))
+            try await values.wait { $0.last?.value == 1 }
+        }
+    }
+
+    @Test func killedWriterNeverShowsHalfAState() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try Self.makePool(path)
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES (1)") }
+            let request = IntRequest("SELECT sum(v) FROM t")
+            let (values, task) = record(pool.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            let session = try SQLiteShell.Session(database: path)
+            // Enough rows to spill pages into the WAL before the commit.
+            try await session.send(
+                """
+                PRAGMA cache_size = 1;
+                BEGIN;
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20000) INSERT INTO t SELECT 1000 FROM c;
+                """)
+            session.kill()
+            // The watcher keeps working, and never saw the uncommitted rows.
+            try await SQLiteShell.run("INSERT INTO t VALUES (2)", on: path)
+            try await values.wait { $0.last?.value == 3 }
+            #expect(values.values.compactMap(\.value).allSatisfy { $0 < 1000 })
+            let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            #expect(count == 2)
+        }
+    }
+
+    @Test func replacedFileIsReported() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try Self.makePool(path)
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
+            let (values, task) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            let replacement = directory.file("new.sqlite")
+            try await SQLiteShell.run("CREATE TABLE t (v); INSERT INTO t VALUES (1)", on: replacement)
+            #expect(rename(replacement, path) == 0)
+            try await values.wait { results in
+                results.contains { if case .failure(let error) = $0 { return error is DatabaseFileReplacedError } else { return false } }
+            }
+        }
+    }
+
+    @Test func deletedFileIsReported() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try Self.makePool(path)
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
+            try await withTimeout {
+                var iterator = pool.observe(IntRequest("SELECT count(*) FROM t")).makeAsyncIterator()
+                _ = try await iterator.next()
+                #expect(unlink(path) == 0)
+                await #expect(throws: DatabaseFileReplacedError.self) { _ = try await iterator.next() }
+            }
+        }
+    }
+
+    @Test func detectionIsOffByDefault() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            #expect(pool.externalChangeMonitor == nil)
+        }
+    }
+
+    @Test func queueOnAFileDetectsToo() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            var configuration = Configuration()
+            configuration.externalChangeDetection = ExternalChangeDetection()
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { queue.close() }
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
+            let (values, task) = record(queue.observe(IntRequest("SELECT count(*) FROM t")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path)
+            try await values.wait { $0.last?.value == 1 }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Synchronization
+
+/// The stock `sqlite3` shell, as a second process writing a database.
+enum SQLiteShell {
+    static let path = "/usr/bin/sqlite3"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+    /// Runs `sql` in a new `sqlite3` process and returns its output.
+    @discardableResult
+    static func run(_ sql: String, on database: String) async throws -> String {
+        try await withTimeout {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = ["-bail", database, sql]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let text = String(decoding: data, as: UTF8.self)
+            guard process.terminationStatus == 0 else {
+                throw ShellError(message: "sqlite3 exited with \(process.terminationStatus): \(text)")
+            }
+            return text
+        }
+    }
+
+    struct ShellError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// An interactive `sqlite3` process fed through its standard input.
+    final class Session: Sendable {
+        let process: Process
+        private let input: FileHandle
+        private let output: FileHandle
+
+        init(database: String) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: SQLiteShell.path)
+            process.arguments = [database]
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            self.process = process
+            self.input = input.fileHandleForWriting
+            self.output = output.fileHandleForReading
+        }
+
+        /// Sends `sql`, then waits until the shell has executed it.
+        func send(_ sql: String) async throws {
+            let marker = "done-\(UUID().uuidString)"
+            try input.write(contentsOf: Data("\(sql)\nSELECT '\(marker)';\n".utf8))
+            let output = self.output
+            try await withTimeout {
+                var seen = ""
+                while !seen.contains(marker) {
+                    let data = output.availableData
+                    if data.isEmpty { throw ShellError(message: "sqlite3 ended: \(seen)") }
+                    seen += String(decoding: data, as: UTF8.self)
+                }
+            }
+        }
+
+        /// Kills the process with SIGKILL, mid-whatever it was doing.
+        func kill() {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
