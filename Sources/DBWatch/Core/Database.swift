@@ -37,8 +37,15 @@ public final class Database {
     var authorizerRanOutsidePrepare = false
     /// The statement being prepared drops a table (see `authorize`).
     var authorizerIsDroppingTable = false
-    /// An optional allow-list consulted for every authorizer action.
-    var authorizationPolicy: AuthorizationPolicy?
+    /// Set inside ``withUntrustedSQL(_:_:)``: the authorizer refuses all but reads.
+    var untrustedPolicy: UntrustedSQLPolicy?
+    /// When the statement running under the policy must stop.
+    var untrustedDeadline: ContinuousClock.Instant?
+    var untrustedTimeLimitExceeded = false
+    /// Why the authorizer last refused an action, for the error message.
+    var lastRefusal: String?
+    /// Statements prepared under the untrusted policy, cached apart.
+    private var untrustedStatementCache: [String: Statement] = [:]
 
     /// Collects the changes of write transactions when observations exist.
     var changeCollector: ChangeCollector?
@@ -109,6 +116,7 @@ public final class Database {
     func close() {
         guard let handle else { return }
         statementCache.removeAll()
+        untrustedStatementCache.removeAll()
         // Uninstalling also drops the collector's reference to the last
         // statement: an unfinalized statement would keep the connection open.
         changeCollector?.uninstall(from: handle)
@@ -133,7 +141,14 @@ public final class Database {
     /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
     /// ```
     public func cachedStatement(sql: String) throws -> Statement {
-        if let statement = statementCache[sql] { return statement }
+        if untrustedPolicy != nil {
+            if let statement = untrustedStatementCache[sql] {
+                untrustedDeadline = nil
+                return statement
+            }
+        } else if let statement = statementCache[sql] {
+            return statement
+        }
         let handle = try openHandle()
         let (statement, tail) = try sql.withCString { cSQL in
             try prepare(cSQL, sql: sql, handle: handle, persistent: true)
@@ -144,7 +159,13 @@ public final class Database {
         if !tail.isEmpty {
             throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
         }
-        statementCache[sql] = statement
+        if untrustedPolicy != nil {
+            try checkUntrusted(statement)
+            untrustedStatementCache[sql] = statement
+            untrustedDeadline = nil
+        } else {
+            statementCache[sql] = statement
+        }
         return statement
     }
 
@@ -165,7 +186,13 @@ public final class Database {
         resolveUnqualifiedReads(in: &footprint)
         authorizerIsDroppingTable = false
         guard code == SQLITE_OK else {
-            throw SQLiteError(connection: handle, code: code, sql: sql ?? String(cString: cSQL))
+            let text = sql ?? String(cString: cSQL)
+            if code == SQLITE_AUTH, let refusal = lastRefusal {
+                lastRefusal = nil
+                throw SQLiteError(
+                    code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: text)
+            }
+            throw SQLiteError(connection: handle, code: code, sql: text)
         }
         var rest = ""
         if let tail, tail.pointee != 0 {
@@ -206,6 +233,7 @@ public final class Database {
     /// Empties the statement cache (after a schema change).
     func clearStatementCache() {
         statementCache.removeAll(keepingCapacity: true)
+        untrustedStatementCache.removeAll()
     }
 
     // MARK: - Stepping
@@ -230,7 +258,8 @@ public final class Database {
         if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         let handle = self.handle
         // Read the error before reset, which may overwrite it.
-        let error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
+        var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
+        if untrustedPolicy != nil, let failure = error { error = untrustedError(failure) }
         sqlite3_reset(statement.handle)
         if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
         if statement.footprint.changesSchema { clearStatementCache() }

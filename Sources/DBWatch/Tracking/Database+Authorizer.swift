@@ -15,9 +15,11 @@ extension Database {
         _ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?,
         _ schema: UnsafePointer<CChar>?
     ) -> Int32 {
-        if let authorizationPolicy,
-            !authorizationPolicy.allows(action, first.map { String(cString: $0) }, second.map { String(cString: $0) })
+        if untrustedPolicy != nil,
+            let refusal = UntrustedSQLPolicy.refusal(
+                action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
         {
+            lastRefusal = refusal
             return SQLITE_DENY
         }
         if action == SQLITE_DROP_TABLE || action == SQLITE_DROP_TEMP_TABLE || action == SQLITE_DROP_VTABLE {

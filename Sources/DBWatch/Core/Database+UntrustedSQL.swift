@@ -1,0 +1,86 @@
+import CSQLite
+
+extension Database {
+    /// Runs `body` under `policy`: statements prepared inside may only read,
+    /// and each may run only for the policy's time limit.
+    ///
+    /// Statements prepared here are cached apart from the others, so SQL
+    /// text that DBWatch itself also uses never skips the checks.
+    ///
+    /// ```swift
+    /// let rows = try db.withUntrustedSQL { try db.fetchAll(sql: "SELECT * FROM player") }
+    /// try db.withUntrustedSQL { try db.execute(sql: "DELETE FROM player") }  // throws, code .auth
+    /// ```
+    public func withUntrustedSQL<T>(_ policy: UntrustedSQLPolicy = UntrustedSQLPolicy(), _ body: () throws -> T)
+        throws -> T
+    {
+        let handle = try openHandle()
+        guard untrustedPolicy == nil else { return try body() }
+        untrustedPolicy = policy
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        sqlite3_progress_handler(handle, 1000, untrustedProgressHandler, context)
+        defer {
+            untrustedPolicy = nil
+            untrustedDeadline = nil
+            sqlite3_progress_handler(handle, 0, nil, nil)
+        }
+        return try body()
+    }
+
+    /// Checks a statement prepared under the policy.
+    func checkUntrusted(_ statement: Statement) throws {
+        let keyword = Database.leadingKeyword(statement.sql)
+        let allowedKeywords: Set<String> = ["select", "with", "values", "pragma", "explain"]
+        if !allowedKeywords.contains(keyword) || (!statement.isReadOnly && sqlite3_stmt_isexplain(statement.handle) == 0)
+        {
+            let what = keyword.isEmpty ? "this statement" : keyword.uppercased()
+            throw SQLiteError(code: .auth, message: "refused: \(what) is not a read-only query", sql: statement.sql)
+        }
+    }
+
+    /// The first keyword of `sql`, lowercased, after spaces, comments and `(`.
+    static func leadingKeyword(_ sql: String) -> String {
+        var rest = Substring(sql)
+        while true {
+            rest = rest.drop { $0.isWhitespace || $0 == "(" }
+            if rest.hasPrefix("--") {
+                rest = rest.drop { $0 != "\n" }
+            } else if rest.hasPrefix("/*") {
+                guard let end = rest.range(of: "*/") else { return "" }
+                rest = rest[end.upperBound...]
+            } else {
+                break
+            }
+        }
+        return String(rest.prefix { $0.isLetter }).lowercased()
+    }
+
+    /// Called every 1000 virtual machine steps while under a policy.
+    fileprivate func untrustedProgress() -> Int32 {
+        guard let policy = untrustedPolicy else { return 0 }
+        let now = ContinuousClock.now
+        guard let deadline = untrustedDeadline else {
+            untrustedDeadline = now + policy.timeLimit
+            return 0
+        }
+        if now < deadline { return 0 }
+        untrustedTimeLimitExceeded = true
+        return 1
+    }
+
+    /// Rewrites an interrupt caused by the time limit into a clear error.
+    func untrustedError(_ error: SQLiteError) -> SQLiteError {
+        guard untrustedTimeLimitExceeded, error.code.primary == .interrupt, let policy = untrustedPolicy else {
+            return error
+        }
+        untrustedTimeLimitExceeded = false
+        return SQLiteError(
+            code: .interrupt, message: "the query ran longer than the time limit (\(policy.timeLimit)) and was stopped",
+            sql: error.sql)
+    }
+}
+
+private func untrustedProgressHandler(_ context: UnsafeMutableRawPointer?) -> Int32 {
+    guard let context else { return 0 }
+    return Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().untrustedProgress()
+}

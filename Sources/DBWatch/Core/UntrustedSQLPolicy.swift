@@ -1,0 +1,75 @@
+import CSQLite
+
+/// What SQL you did not write (a user's query in a CLI or an admin page)
+/// may do: read, nothing else, for a limited time.
+///
+/// Inside ``Database/withUntrustedSQL(_:_:)`` every statement must be a
+/// read-only `SELECT`, `WITH`, `VALUES`, `EXPLAIN` or a read-only `PRAGMA`
+/// (no value), and the authorizer refuses everything else while it is
+/// prepared: writes, schema changes, `ATTACH`, `VACUUM INTO`, transaction
+/// control, `load_extension()`, `fts3_tokenizer()` and the like. A refusal
+/// throws ``SQLiteError`` with code ``ResultCode/auth``; a query that runs
+/// longer than ``timeLimit`` is stopped and throws ``ResultCode/interrupt``.
+///
+/// ```swift
+/// let rows = try await pool.read { db in
+///     try db.withUntrustedSQL(UntrustedSQLPolicy(timeLimit: .seconds(2))) {
+///         try db.fetchAll(sql: userSQL)
+///     }
+/// }
+/// ```
+public struct UntrustedSQLPolicy: Sendable {
+    /// How long one statement may run before it is stopped. Default 5 seconds.
+    public var timeLimit: Duration
+
+    /// Creates a policy: `UntrustedSQLPolicy(timeLimit: .seconds(2))`.
+    public init(timeLimit: Duration = .seconds(5)) {
+        self.timeLimit = timeLimit
+    }
+
+    /// Pragmas that only read, allowed without a value.
+    static let readOnlyPragmas: Set<String> = [
+        "application_id", "collation_list", "compile_options", "data_version", "database_list", "encoding",
+        "foreign_key_check", "foreign_key_list", "foreign_keys", "freelist_count", "function_list", "index_info",
+        "index_list", "index_xinfo", "integrity_check", "journal_mode", "module_list", "page_count", "page_size",
+        "pragma_list", "quick_check", "schema_version", "table_info", "table_list", "table_xinfo", "user_version",
+    ]
+
+    /// Pragmas whose argument names what to read (`table_info(player)`), not a value to set.
+    static let pragmasWithArgument: Set<String> = [
+        "foreign_key_check", "foreign_key_list", "index_info", "index_list", "index_xinfo", "integrity_check",
+        "quick_check", "table_info", "table_list", "table_xinfo",
+    ]
+
+    /// Functions that leak memory addresses, touch files or load code.
+    static let refusedFunctions: Set<String> = [
+        "load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "fts5", "sqlite_dbpage",
+    ]
+
+    /// Whether the authorizer allows `action`; otherwise the words for the refusal.
+    static func refusal(action: Int32, first: String?, second: String?) -> String? {
+        switch action {
+        case SQLITE_SELECT, SQLITE_READ, SQLITE_RECURSIVE:
+            return nil
+        case SQLITE_FUNCTION:
+            let name = (second ?? "").lowercased()
+            return refusedFunctions.contains(name) ? "the function \(name)()" : nil
+        case SQLITE_PRAGMA:
+            let name = (first ?? "").lowercased()
+            if second != nil && !pragmasWithArgument.contains(name) { return "changing PRAGMA \(name)" }
+            return readOnlyPragmas.contains(name) ? nil : "PRAGMA \(name)"
+        case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
+            return "writing to \(first ?? "a table")"
+        case SQLITE_TRANSACTION, SQLITE_SAVEPOINT:
+            return "transaction control (\(first ?? "BEGIN"))"
+        case SQLITE_ATTACH:
+            return "ATTACH"
+        case SQLITE_DETACH:
+            return "DETACH"
+        case SQLITE_ANALYZE:
+            return "ANALYZE"
+        default:
+            return "schema changes"
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Untrusted SQL")
+struct UntrustedSQLTests {
+    /// Runs `sql` under the policy on a read-write queue over a file, and
+    /// returns the refusal (nil when it ran).
+    func refusal(_ sql: String, in directory: TemporaryDirectory) async throws -> SQLiteError? {
+        let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+        defer { queue.close() }
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS t (a); DELETE FROM t; INSERT INTO t VALUES (1)") }
+        do {
+            _ = try await queue.writeWithoutTransaction { db in
+                try db.withUntrustedSQL(UntrustedSQLPolicy(timeLimit: .milliseconds(300))) {
+                    try db.fetchAll(sql: sql)
+                }
+            }
+            return nil
+        } catch let error as SQLiteError {
+            return error
+        }
+    }
+
+    @Test func readsAreAllowed() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            for sql in [
+                "SELECT * FROM t", "WITH x AS (SELECT 1) SELECT * FROM x", "VALUES (1), (2)", "PRAGMA table_info(t)",
+                "EXPLAIN SELECT * FROM t", "  -- comment\n SELECT count(*) FROM t", "PRAGMA user_version",
+                "SELECT name FROM sqlite_master",
+            ] {
+                let error = try await refusal(sql, in: directory)
+                #expect(error == nil, "\(sql)")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        "INSERT INTO t VALUES (2)", "UPDATE t SET a = 3", "DELETE FROM t", "CREATE TABLE u (b)", "DROP TABLE t",
+        "PRAGMA user_version = 3", "PRAGMA journal_mode = DELETE", "PRAGMA query_only = 0", "BEGIN IMMEDIATE",
+        "SELECT load_extension('/tmp/x')", "SELECT fts3_tokenizer('simple')", "ANALYZE", "REINDEX",
+        "SELECT writefile('/tmp/x', 'y')", "SAVEPOINT s", "COMMIT", "DETACH DATABASE temp",
+    ])
+    func everythingElseIsRefused(sql: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let error = try await refusal(sql, in: directory)
+            #expect(error != nil)
+            #expect(error?.code == .auth || error?.code == .error, "\(String(describing: error))")
+            if error?.code == .auth { #expect(error?.message?.hasPrefix("refused: ") == true) }
+        }
+    }
+
+    @Test func attachAndVacuumIntoCreateNoFile() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let attached = directory.file("attached.sqlite")
+            let copy = directory.file("copy.sqlite")
+            let attach = try await refusal("ATTACH 'file:\(attached)?mode=rwc' AS x", in: directory)
+            #expect(attach?.code == .auth)
+            #expect(attach?.message == "refused: ATTACH is not allowed in a read-only query")
+            let vacuum = try await refusal("VACUUM INTO '\(copy)'", in: directory)
+            #expect(vacuum?.code == .auth)
+            #expect(!FileManager.default.fileExists(atPath: attached))
+            #expect(!FileManager.default.fileExists(atPath: copy))
+        }
+    }
+
+    @Test func runawayQueryIsStopped() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = try await refusal(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", in: directory)
+            #expect(clock.now - start < .seconds(5))
+            #expect(error?.code == .interrupt)
+            #expect(error?.message?.contains("time limit") == true)
+        }
+    }
+
+    @Test func trustedSQLIsUnaffectedAfterwards() async throws {
+        let queue = try DatabaseQueue()
+        let count = try await queue.write { db -> Int in
+            try db.execute(sql: "CREATE TABLE t (a)")
+            _ = try? db.withUntrustedSQL { try db.execute(sql: "INSERT INTO t VALUES (1)") }
+            try db.execute(sql: "INSERT INTO t VALUES (1)")
+            return try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
+        }
+        #expect(count == 1)
+    }
+}
