@@ -57,3 +57,20 @@ struct StatementCacheTests {
         #expect(values == [5])
     }
 }
+
+@Suite("Column origins")
+struct ColumnOriginTests {
+    @Test func originsAndPrimaryKeys() async throws {
+        let queue = try await makePlayerQueue()
+        let origins = try await queue.read { db in
+            try db.cachedStatement(sql: "SELECT id, name, score * 2 AS twice, rowid FROM player").columnOrigins
+        }
+        #expect(origins[0]?.table == "player")
+        #expect(origins[0]?.column == "id")
+        #expect(origins[0]?.schema == "main")
+        #expect(origins[0]?.isPrimaryKey == true)
+        #expect(origins[1]?.isPrimaryKey == false)
+        #expect(origins[2] == nil)
+        #expect(origins[3]?.isPrimaryKey == true)
+    }
+}

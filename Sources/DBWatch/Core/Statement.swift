@@ -75,3 +75,41 @@ public final class Statement {
 
 @available(*, unavailable, message: "a statement belongs to one connection and one thread")
 extension Statement: Sendable {}
+
+/// Where a result column comes from: a column of a table, or nothing (an
+/// expression).
+///
+/// ```swift
+/// let statement = try db.cachedStatement(sql: "SELECT id, name, score * 2 AS double FROM player")
+/// statement.columnOrigins[0]   // ColumnOrigin(schema: "main", table: "player", column: "id")
+/// statement.columnOrigins[2]   // nil
+/// ```
+public struct ColumnOrigin: Hashable, Sendable {
+    /// The schema of the table: `main`, `temp`, or an attached name.
+    public let schema: String
+    /// The table.
+    public let table: String
+    /// The column in the table.
+    public let column: String
+    /// Whether the column is part of the table's primary key (or is its rowid).
+    public let isPrimaryKey: Bool
+}
+
+extension Statement {
+    /// For each result column, the table column it reads, or `nil` for an
+    /// expression.
+    public var columnOrigins: [ColumnOrigin?] {
+        (0..<columnCount).map { index in
+            guard let schema = sqlite3_column_database_name(handle, index),
+                let table = sqlite3_column_table_name(handle, index),
+                let column = sqlite3_column_origin_name(handle, index)
+            else { return nil }
+            var primaryKey: Int32 = 0
+            let code = sqlite3_table_column_metadata(
+                sqlite3_db_handle(handle), schema, table, column, nil, nil, nil, &primaryKey, nil)
+            return ColumnOrigin(
+                schema: String(cString: schema), table: String(cString: table), column: String(cString: column),
+                isPrimaryKey: code == SQLITE_OK && primaryKey != 0)
+        }
+    }
+}
