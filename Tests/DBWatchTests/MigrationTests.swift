@@ -106,6 +106,7 @@ struct MigrationTests {
         #expect(try await recordedMigrationNumbers(in: queue) == [1])
         let status = try await migrator.status(of: queue)
         #expect(status.pending.map(\.number) == [2, 3])
+        #expect(try await foreignKeysAreOn(in: queue), "the rollback path restores foreign keys too")
 
         // Once fixed, the rest applies.
         let fixed = try await Self.migrator.migrate(queue)
@@ -164,6 +165,7 @@ struct MigrationTests {
         #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
         #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "player", "team"])
         #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") } == 1)
+        #expect(try await !foreignKeysAreOn(in: queue), "configured off, foreign keys stay off")
     }
 
     @Test func deferredForeignKeysAreCheckedBeforeCommit() async throws {
@@ -373,6 +375,151 @@ struct MigrationTests {
         #expect(try await migrator.migrate(queue).count == 2)
         #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
         #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations"])
+    }
+
+    // MARK: - Foreign keys while migrating
+
+    /// The SQLite documentation's table rebuild, here to add a column and a
+    /// CHECK to `team`, which `player` references with `ON DELETE CASCADE`.
+    static let rebuildTeam = Migration(
+        number: 3, name: "rebuild_team",
+        sql: """
+            CREATE TABLE new_team (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE CHECK (name <> ''),
+                city TEXT
+            );
+            INSERT INTO new_team (id, name) SELECT id, name FROM team;
+            DROP TABLE team;
+            ALTER TABLE new_team RENAME TO team;
+            """)
+
+    private static func open(_ kind: String, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        kind == "pool" ? try DatabasePool(path: directory.file("db.sqlite")) : try DatabaseQueue()
+    }
+
+    private static func count(_ table: String, in writer: some DatabaseWriter) async throws -> Int {
+        try await writer.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM \(table)") ?? 0 }
+    }
+
+    /// Without the migrator's care, the rebuild's DROP TABLE deletes every
+    /// player through the cascade: what the test below guards against.
+    @Test func tableRebuildWithForeignKeysOnCascades() async throws {
+        let queue = try DatabaseQueue()
+        try await Self.migrator.migrate(queue, upTo: 2)
+        #expect(try await Self.count("player", in: queue) == 1)
+        try await queue.write { db in try db.execute(sql: Self.rebuildTeam.sql) }
+        #expect(try await Self.count("player", in: queue) == 0)
+    }
+
+    @Test(arguments: ["queue", "pool"])
+    func tableRebuildDoesNotCascadeIntoChildTables(kind: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let writer = try Self.open(kind, in: directory)
+            try await Self.migrator.migrate(writer, upTo: 2)
+            try await writer.write { db in
+                try db.execute(sql: "INSERT INTO team (name) VALUES ('Blues')")
+                try db.execute(sql: "INSERT INTO player (name, team_id) VALUES ('Barbara', 1), ('Craig', 2)")
+            }
+            #expect(try await foreignKeysAreOn(in: writer))
+
+            let migrator = try Migrator(migrations: [Self.first, Self.second, Self.rebuildTeam])
+            #expect(try await migrator.migrate(writer) == [Self.rebuildTeam])
+
+            // Every player survived the DROP TABLE of their team.
+            let players = try await writer.read { db in
+                try db.fetchAll(sql: "SELECT name, team_id FROM player ORDER BY id").map {
+                    "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))"
+                }
+            }
+            #expect(players == ["Arthur 1", "Barbara 1", "Craig 2"])
+            let teamSQL = try await writer.read { db in
+                try db.fetchOne(String.self, sql: "SELECT sql FROM sqlite_master WHERE name = 'team'")
+            }
+            #expect(teamSQL?.contains("city TEXT") == true)
+            #expect(try await schemaObjectNames(in: writer) == ["dbwatch_migrations", "player", "team"])
+            #expect(try await recordedMigrationNumbers(in: writer) == [1, 2, 3])
+
+            // Enforcement is back on, and the cascade now goes through the rebuilt table.
+            #expect(try await foreignKeysAreOn(in: writer))
+            try await writer.write { db in try db.execute(sql: "DELETE FROM team WHERE name = 'Reds'") }
+            #expect(try await Self.count("player", in: writer) == 1)
+            await #expect(throws: SQLiteError.self) {
+                try await writer.write { db in
+                    try db.execute(sql: "INSERT INTO player (name, team_id) VALUES ('Nobody', 42)")
+                }
+            }
+            writer.close()
+        }
+    }
+
+    /// With enforcement off, `PRAGMA foreign_key_check` still refuses a
+    /// rebuild that loses referenced rows.
+    @Test func tableRebuildThatLosesReferencedRowsIsRolledBack() async throws {
+        let queue = try DatabaseQueue()
+        try await Self.migrator.migrate(queue, upTo: 2)
+        let lossy = Migration(
+            number: 3, name: "rebuild_team",
+            sql: Self.rebuildTeam.sql.replacingOccurrences(
+                of: "SELECT id, name FROM team;", with: "SELECT id, name FROM team WHERE name <> 'Reds';"))
+        #expect(lossy.sql != Self.rebuildTeam.sql)
+        let migrator = try Migrator(migrations: [Self.first, Self.second, lossy])
+        let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
+        guard case .foreignKeyViolation("0003_rebuild_team.sql", ["player"]) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM team") } == ["Reds"])
+        #expect(try await Self.count("player", in: queue) == 1)
+        #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
+        #expect(try await foreignKeysAreOn(in: queue))
+    }
+
+    /// A migration cancelled while a statement runs is interrupted, rolled
+    /// back, reported as `CancellationError`, and leaves foreign keys on.
+    @Test func cancelledMigrationRollsBackAndRestoresForeignKeys() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let pool = try DatabasePool(path: path)
+            try await Self.migrator.migrate(pool, upTo: 2)
+            let endless = Migration(
+                number: 3, name: "endless",
+                sql: """
+                    CREATE TABLE game (id INTEGER PRIMARY KEY);
+                    SELECT count(*)
+                    FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c);
+                    """)
+            let migrator = try Migrator(migrations: [Self.first, Self.second, endless])
+            let task = Task { try await migrator.migrate(pool) }
+            defer { task.cancel() }
+
+            // Another connection that never waits for locks tells when the
+            // migration holds the write lock, that is, runs its statements.
+            var probeConfiguration = Configuration()
+            probeConfiguration.busyTimeout = .zero
+            let probe = try DatabaseQueue(path: path, configuration: probeConfiguration)
+            try await withTimeout {
+                while true {
+                    do {
+                        try await probe.write { _ in }
+                        try await Task.sleep(for: .milliseconds(5))
+                    } catch let error as SQLiteError where error.code.primary == .busy {
+                        break
+                    }
+                }
+                // Past the few statements before the endless one.
+                try await Task.sleep(for: .milliseconds(100))
+                task.cancel()
+                await #expect(throws: CancellationError.self) { try await task.value }
+            }
+            probe.close()
+
+            #expect(try await recordedMigrationNumbers(in: pool) == [1, 2])
+            #expect(try await schemaObjectNames(in: pool) == ["dbwatch_migrations", "player", "team"])
+            #expect(try await foreignKeysAreOn(in: pool))
+            #expect(try await migrator.status(of: pool).pending == [endless])
+            pool.close()
+        }
     }
 
     @Test func worksWithAPoolOnAFile() async throws {

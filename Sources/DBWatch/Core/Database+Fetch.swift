@@ -16,7 +16,7 @@ extension Database {
     public func execute(sql: String, arguments: StatementArguments = []) throws {
         if let statement = try? cachedStatement(sql: sql) {
             try statement.bind(arguments)
-            if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
+            if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
             try runToCompletion(statement)
             return
         }
@@ -50,7 +50,7 @@ extension Database {
     func boundStatement(sql: String, arguments: StatementArguments) throws -> Statement {
         let statement = try cachedStatement(sql: sql)
         try statement.bind(arguments)
-        if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
+        if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
         return statement
     }
 

@@ -54,11 +54,37 @@ public final class Statement {
         columnNames = Statement.columnNames(of: handle)
     }
 
+    /// The arguments of the last `bind`, for the rowids it looks up.
+    private var boundArguments = StatementArguments()
+    /// The rows read by primary key, analysed on first use (see `RowIDLookups`).
+    private var rowIDLookupsCache: RowIDLookups?
+
     /// Binds `arguments`, checking their number or names against the SQL.
     func bind(_ arguments: StatementArguments) throws {
+        boundArguments = arguments
         if arguments.isEmpty && sqlite3_bind_parameter_count(handle) == 0 { return }
         var consumer = StatementArguments.Consumer(arguments)
         try consumer.bind(handle, sql: sql, isLastStatement: true)
+    }
+
+    /// The value bound to parameter `index` (1-based) by the last `bind`.
+    func boundValue(at index: Int32) -> DatabaseValue? {
+        if !boundArguments.values.isEmpty {
+            let position = Int(index) - 1
+            return boundArguments.values.indices.contains(position) ? boundArguments.values[position] : nil
+        }
+        guard let name = sqlite3_bind_parameter_name(handle, index).map({ String(cString: $0) }) else { return nil }
+        return boundArguments.namedValues[name] ?? boundArguments.namedValues[String(name.dropFirst())]
+    }
+
+    /// What this execution reads: the footprint, restricted to the rowids
+    /// looked up with the current bindings.
+    func executionRegion() -> DatabaseRegion {
+        if rowIDLookupsCache == nil { rowIDLookupsCache = RowIDLookups.analyse(sql: sql, in: database) }
+        guard let lookups = rowIDLookupsCache, !lookups.isEmpty else { return footprint.reads }
+        var region = footprint.reads
+        for (table, rowIDs) in lookups.rowIDs(boundIn: self) { region.restrict(table, toRowIDs: rowIDs) }
+        return region
     }
 
     /// Runs the statement to completion with `arguments`, ignoring any rows.
@@ -68,7 +94,7 @@ public final class Statement {
     /// ```
     public func execute(arguments: StatementArguments = []) throws {
         try bind(arguments)
-        if database.regionRecorder != nil { database.regionRecorder!.formUnion(footprint.reads) }
+        if database.regionRecorder != nil { database.regionRecorder!.formUnion(executionRegion()) }
         try database.runToCompletion(self)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Applies schema migrations in order, each exactly once and all-or-nothing,
 /// and refuses a database whose history does not match them.
@@ -17,10 +18,14 @@ import Logging
 ///
 /// Each migration runs in its own `BEGIN IMMEDIATE` transaction that
 /// re-reads the records, runs the statements one by one, checks foreign keys
-/// and records the migration. A failure rolls that migration back and throws
-/// a ``MigrationError``; earlier migrations stay applied. Migrators on
-/// several connections or processes may run at once: the write lock
-/// serializes them, and each migration is applied once.
+/// (`PRAGMA foreign_key_check`) and records the migration. As in the stock
+/// `sqlite3` shell, foreign-key enforcement is off while the statements run,
+/// so rebuilding a table (create, copy, drop, rename) does not cascade into
+/// the tables that reference it; `PRAGMA foreign_keys` is restored
+/// afterwards. A failure rolls that migration back and throws a
+/// ``MigrationError``; earlier migrations stay applied. Migrators on several
+/// connections or processes may run at once: the write lock serializes
+/// them, and each migration is applied once.
 public struct Migrator: Sendable {
     /// The migrations, sorted by number: 1, 2, 3, … without gaps.
     ///
@@ -162,7 +167,9 @@ public struct Migrator: Sendable {
     /// Each migration runs in one `BEGIN IMMEDIATE` transaction that first
     /// re-reads the records (another connection or process may have applied
     /// it meanwhile: then it is skipped, and not returned), runs the
-    /// statements one by one, checks foreign keys and records the migration.
+    /// statements one by one with foreign-key enforcement off, checks
+    /// foreign keys with `PRAGMA foreign_key_check` and records the
+    /// migration; `PRAGMA foreign_keys` is then set back to what it was.
     /// A failure rolls that migration back completely and throws; migrations
     /// applied before it stay applied. Running again when nothing is pending
     /// writes nothing. A `target` below the last applied migration applies
@@ -196,18 +203,75 @@ public struct Migrator: Sendable {
         let migrations = self.migrations
         for migration in plan {
             try Task.checkCancellation()
-            let didApply = try await writer.write { db in
-                try Migrator.apply(migration, knowing: migrations, in: db)
+            // The job's own cancellation interrupts a running statement; a
+            // cancellation between two statements would be lost (SQLite
+            // clears the interruption when the next statement starts), so
+            // the migration also checks this flag before each statement.
+            let cancellation = CancellationFlag()
+            let didApply = try await withTaskCancellationHandler {
+                try await writer.writeWithoutTransaction { db in
+                    try Migrator.apply(migration, knowing: migrations, in: db, cancellation: cancellation)
+                }
+            } onCancel: {
+                cancellation.cancel()
             }
             if didApply { applied.append(migration) }
         }
         return applied
     }
 
+    /// Applies `migration` on `db`, which must be outside a transaction, the
+    /// way the SQLite documentation's table-rebuilding procedure expects:
+    /// with foreign-key enforcement off, in one `BEGIN IMMEDIATE`
+    /// transaction that ends with `PRAGMA foreign_key_check`, then with
+    /// `PRAGMA foreign_keys` back to what it was. Returns `false` when the
+    /// migration is already applied.
+    private static func apply(
+        _ migration: Migration, knowing migrations: [Migration], in db: Database, cancellation: CancellationFlag
+    ) throws -> Bool {
+        guard !db.isInsideTransaction else {
+            throw SQLiteError(code: .misuse, message: "a migration cannot run inside an open transaction")
+        }
+        // `PRAGMA foreign_keys` is a no-op inside a transaction: switch it
+        // before BEGIN, and back after COMMIT or ROLLBACK.
+        let foreignKeysWereOn = try db.fetchOne(Bool.self, sql: "PRAGMA foreign_keys") ?? false
+        if foreignKeysWereOn {
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+        }
+        defer {
+            if foreignKeysWereOn { restoreForeignKeys(in: db) }
+        }
+        return try db.inTransaction(.immediate) {
+            try applyInTransaction(migration, knowing: migrations, in: db, cancellation: cancellation)
+        }
+    }
+
+    /// Turns foreign-key enforcement back on after a migration; never throws.
+    ///
+    /// A cancellation can interrupt the `PRAGMA` itself: SQLite clears the
+    /// interruption when the next statement starts, so a second attempt
+    /// succeeds. A transaction a failed `ROLLBACK` left open would make the
+    /// `PRAGMA` a no-op, so it is rolled back first.
+    private static func restoreForeignKeys(in db: Database) {
+        for attempt in 1...3 {
+            db.rollbackIfNeeded()
+            do {
+                try db.execute(sql: "PRAGMA foreign_keys = ON")
+                if try db.fetchOne(Bool.self, sql: "PRAGMA foreign_keys") == true { return }
+            } catch {
+                db.logger.debug(
+                    "restoring foreign keys failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+            }
+        }
+        db.logger.debug("foreign keys could not be turned back on after a migration")
+    }
+
     /// Applies `migration` inside the open transaction of `db`, after
     /// checking the records against `migrations`. Returns `false` when the
     /// migration is already applied.
-    static func apply(_ migration: Migration, knowing migrations: [Migration], in db: Database) throws -> Bool {
+    private static func applyInTransaction(
+        _ migration: Migration, knowing migrations: [Migration], in db: Database, cancellation: CancellationFlag
+    ) throws -> Bool {
         try db.execute(
             sql: """
                 CREATE TABLE IF NOT EXISTS \(recordTable) (
@@ -224,13 +288,17 @@ public struct Migrator: Sendable {
             return false
         }
         for statement in SQLScript(migration.sql).statements {
+            try cancellation.check()
             try run(statement, of: migration, in: db)
         }
+        // Enforcement is off: this check is what catches every violation,
+        // immediate or deferred, before the commit.
         let violations = try db.fetchAll(sql: "PRAGMA foreign_key_check")
         if !violations.isEmpty {
             let tables = try Set(violations.map { try $0.decode(String.self, at: 0) }).sorted()
             throw MigrationError.foreignKeyViolation(fileName: migration.fileName, tables: tables)
         }
+        try cancellation.check()
         try db.execute(
             sql: """
                 INSERT INTO \(recordTable) (number, name, checksum, applied_at)
@@ -282,5 +350,20 @@ public struct Migrator: Sendable {
                     checksum: try row.decode(String.self, at: 2),
                     appliedAt: try row.decode(String.self, at: 3))
             }
+    }
+}
+
+/// Set when the task applying a migration is cancelled; read by the
+/// migration on the connection thread.
+private final class CancellationFlag: Sendable {
+    private let isCancelled = Mutex(false)
+
+    func cancel() {
+        isCancelled.withLock { $0 = true }
+    }
+
+    /// Throws `CancellationError` once cancelled.
+    func check() throws {
+        if isCancelled.withLock({ $0 }) { throw CancellationError() }
     }
 }

@@ -31,7 +31,7 @@ final class ObservationCenter: Sendable {
         var commitSerial: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
         var shared: [SharingKey: ObjectIdentifier] = [:]
-        var byTable: [TableName: [ObjectIdentifier: ColumnSet]] = [:]
+        var byTable: [TableName: [ObjectIdentifier: (columns: ColumnSet, rowIDs: Set<Int64>?)]] = [:]
         /// Recent commits, oldest first.
         var recent: [RecentCommit] = []
     }
@@ -98,7 +98,7 @@ final class ObservationCenter: Sendable {
             if entry.region != region {
                 if let old = entry.region { Self.unindex(id, region: old, in: &state) }
                 for (table, columns) in region.tables {
-                    state.byTable[table, default: [:]][id] = columns
+                    state.byTable[table, default: [:]][id] = (columns, region.rowIDs[table])
                 }
                 entry.region = region
                 state.entries[id] = entry
@@ -138,9 +138,11 @@ final class ObservationCenter: Sendable {
                 return
             }
             var ids: Set<ObjectIdentifier> = []
-            for (table, columns) in changes.tables {
+            for (table, change) in changes.tables {
                 guard let observers = state.byTable[table] else { continue }
-                for (id, read) in observers where read.intersects(columns) { ids.insert(id) }
+                for (id, read) in observers where change.touches(columns: read.columns, rowIDs: read.rowIDs) {
+                    ids.insert(id)
+                }
             }
             for id in ids {
                 state.entries[id]!.notifications += 1

@@ -113,7 +113,7 @@ final class ChangeCollector {
             // Tables the statement writes but no hook reported: virtual
             // tables (their shadow tables are what the hooks see).
             for (table, columns) in statement.footprint.writes where pending.tables[table] == nil {
-                pending.insert(table, columns: columns)
+                pending.insert(table, columns: columns, rowIDs: nil)
             }
         }
         totalChangesMark = total
@@ -133,15 +133,21 @@ final class ChangeCollector {
     // MARK: - Hooks
 
     @inline(__always)
-    fileprivate func rowWillChange(operation: Int32, schema: UnsafePointer<CChar>, table: UnsafePointer<CChar>) {
+    fileprivate func rowWillChange(
+        operation: Int32, schema: UnsafePointer<CChar>, table: UnsafePointer<CChar>, oldRowID: Int64, newRowID: Int64
+    ) {
         let tableName = resolve(schema: schema, table: table)
-        let columns: ColumnSet
-        if operation == SQLITE_UPDATE {
-            columns = currentStatement?.footprint.writes[tableName] ?? .all
-        } else {
-            columns = .all
+        // For WITHOUT ROWID tables the keys mean nothing; no region ever
+        // holds rowids for such a table, so they are never compared.
+        switch operation {
+        case SQLITE_UPDATE:
+            let columns = currentStatement?.footprint.writes[tableName] ?? .all
+            pending.insert(tableName, columns: columns, rowIDs: oldRowID == newRowID ? [oldRowID] : [oldRowID, newRowID])
+        case SQLITE_INSERT:
+            pending.insert(tableName, columns: .all, rowIDs: [newRowID])
+        default:
+            pending.insert(tableName, columns: .all, rowIDs: [oldRowID])
         }
-        pending.insert(tableName, columns: columns)
     }
 
     @inline(__always)
@@ -176,7 +182,7 @@ private func preUpdateHook(
 ) {
     guard let context, let schema, let table else { return }
     Unmanaged<ChangeCollector>.fromOpaque(context).takeUnretainedValue()
-        .rowWillChange(operation: operation, schema: schema, table: table)
+        .rowWillChange(operation: operation, schema: schema, table: table, oldRowID: oldKey, newRowID: newKey)
 }
 
 private func commitHook(_ context: UnsafeMutableRawPointer?) -> Int32 {

@@ -77,32 +77,50 @@ public enum ColumnSet: Hashable, Sendable {
 public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
     /// The tables read, with the columns read in each.
     public private(set) var tables: [TableName: ColumnSet]
+    /// For the tables read only by primary key (`WHERE id = ?`), the rowids
+    /// read. A table of ``tables`` missing here is read whole.
+    public private(set) var rowIDs: [TableName: Set<Int64>]
 
     /// The empty region: a query that reads no table (`SELECT 1`).
     public init() {
         self.tables = [:]
+        self.rowIDs = [:]
     }
 
     /// A region over whole tables: `DatabaseRegion(tables: [TableName("player")])`.
     public init(tables: some Sequence<TableName>) {
         self.tables = Dictionary(tables.map { ($0, .all) }, uniquingKeysWith: { lhs, _ in lhs })
+        self.rowIDs = [:]
     }
 
     /// Whether the region covers no table.
     public var isEmpty: Bool { tables.isEmpty }
 
-    /// Adds `columns` of `table` to the region.
-    public mutating func insert(_ table: TableName, columns: ColumnSet) {
+    /// Adds `columns` of `table` to the region, for every row, or only for
+    /// the rows `rowIDs` names.
+    public mutating func insert(_ table: TableName, columns: ColumnSet, rowIDs: Set<Int64>? = nil) {
         if let existing = tables[table] {
             tables[table] = existing.union(columns)
+            if let old = self.rowIDs[table], let rowIDs {
+                self.rowIDs[table] = old.union(rowIDs)
+            } else {
+                self.rowIDs[table] = nil
+            }
         } else {
             tables[table] = columns
+            self.rowIDs[table] = rowIDs
         }
     }
 
-    /// Adds every table and column of `other`.
+    /// Restricts an already present `table` to the rows `rowIDs` names.
+    mutating func restrict(_ table: TableName, toRowIDs rowIDs: Set<Int64>) {
+        guard tables[table] != nil else { return }
+        self.rowIDs[table] = rowIDs
+    }
+
+    /// Adds every table, column and row of `other`.
     public mutating func formUnion(_ other: DatabaseRegion) {
-        for (table, columns) in other.tables { insert(table, columns: columns) }
+        for (table, columns) in other.tables { insert(table, columns: columns, rowIDs: other.rowIDs[table]) }
     }
 
     /// The union of two regions.
@@ -112,16 +130,21 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
         return result
     }
 
-    /// `main.player(name, score), main.team(*), main.match(rows)`, sorted;
-    /// `(empty)` for no table.
+    /// `main.player(name, score), main.team(*), main.game(rows)`, sorted,
+    /// with `[rowid 1, 2]` for tables read by primary key; `(empty)` for no table.
     public var description: String {
         if tables.isEmpty { return "(empty)" }
         return tables.keys.sorted().map { table in
+            var text: String
             switch tables[table]! {
-            case .all: return "\(table)(*)"
-            case .columns(let columns) where columns.isEmpty: return "\(table)(rows)"
-            case .columns(let columns): return "\(table)(\(columns.sorted().joined(separator: ", ")))"
+            case .all: text = "\(table)(*)"
+            case .columns(let columns) where columns.isEmpty: text = "\(table)(rows)"
+            case .columns(let columns): text = "\(table)(\(columns.sorted().joined(separator: ", ")))"
             }
+            if let rowIDs = rowIDs[table] {
+                text += "[rowid \(rowIDs.sorted().map(String.init).joined(separator: ", "))]"
+            }
+            return text
         }.joined(separator: ", ")
     }
 }

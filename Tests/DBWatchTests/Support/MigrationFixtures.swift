@@ -66,6 +66,11 @@ func recordedMigrationNumbers(in writer: some DatabaseWriter) async throws -> [I
     }
 }
 
+/// Whether the writer connection enforces foreign keys (`PRAGMA foreign_keys`).
+func foreignKeysAreOn(in writer: some DatabaseWriter) async throws -> Bool {
+    try await writer.writeWithoutTransaction { db in try db.fetchOne(Bool.self, sql: "PRAGMA foreign_keys") ?? false }
+}
+
 /// What a finished process wrote and returned.
 struct ProcessOutput: Sendable {
     var status: Int32
