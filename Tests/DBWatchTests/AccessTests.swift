@@ -101,6 +101,28 @@ struct AccessTests {
         #expect(count == 0)
     }
 
+    @Test func cancellationBetweenStatementsStopsTheWrite() async throws {
+        let queue = try await makePlayerQueue()
+        let inserted = Gate()
+        let cancelled = Gate()
+        let task = Task {
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO player (name) VALUES ('first')")
+                inserted.open()
+                cancelled.blockingWait()  // no statement runs while the task is cancelled
+                try db.execute(sql: "INSERT INTO player (name) VALUES ('second')")
+            }
+        }
+        try await withTimeout {
+            await inserted.wait()
+            task.cancel()
+            cancelled.open()
+            await #expect(throws: CancellationError.self) { try await task.value }
+        }
+        let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
+        #expect(count == 0)
+    }
+
     @Test func alreadyCancelledTaskDoesNotRun() async throws {
         let queue = try await makePlayerQueue()
         let task = Task {

@@ -127,6 +127,17 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     }
 }
 
+/// Set when the task that waits for a job is cancelled; the connection
+/// checks it before each step, since `sqlite3_interrupt` only stops a
+/// statement that is already running.
+final class CancellationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .relaxed) }
+
+    func set() { value.store(true, ordering: .relaxed) }
+}
+
 /// A job that runs a closure and resumes a continuation with its result.
 final class BodyJob<T: Sendable>: ConnectionJob {
     private struct State {
@@ -137,6 +148,7 @@ final class BodyJob<T: Sendable>: ConnectionJob {
 
     private let body: @Sendable (Database) throws -> T
     private let state = Mutex(State())
+    private let cancellation = CancellationFlag()
 
     init(_ body: @escaping @Sendable (Database) throws -> T) {
         self.body = body
@@ -155,6 +167,7 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     }
 
     func cancel() {
+        cancellation.set()
         state.withLock { state in
             state.isCancelled = true
             state.running?.interrupt()
@@ -171,7 +184,9 @@ final class BodyJob<T: Sendable>: ConnectionJob {
             resume(with: .failure(CancellationError()))
             return
         }
+        database.cancellation = cancellation
         var result = Result { try body(database) }
+        database.cancellation = nil
         let cancelled = state.withLock { state in
             state.running = nil
             return state.isCancelled

@@ -77,8 +77,10 @@ extension Database {
             result = try body()
         } catch {
             if isInsideTransaction {
-                try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
-                try? execute(sql: "RELEASE SAVEPOINT \(name)")
+                withoutCancellation {
+                    try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
+                    try? execute(sql: "RELEASE SAVEPOINT \(name)")
+                }
             }
             throw error
         }
@@ -86,22 +88,36 @@ extension Database {
             do {
                 try execute(sql: "RELEASE SAVEPOINT \(name)")
             } catch {
-                try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
-                try? execute(sql: "RELEASE SAVEPOINT \(name)")
+                withoutCancellation {
+                    try? execute(sql: "ROLLBACK TO SAVEPOINT \(name)")
+                    try? execute(sql: "RELEASE SAVEPOINT \(name)")
+                }
                 throw error
             }
         }
         return result
     }
 
-    /// Rolls back the open transaction, if any; never throws.
+    /// Rolls back the open transaction, if any; never throws. Runs even
+    /// when the job was cancelled.
     func rollbackIfNeeded() {
         guard isInsideTransaction else { return }
-        do {
-            try execute(sql: "ROLLBACK TRANSACTION")
-        } catch {
-            logger.debug("rollback failed", metadata: ["error": "\(error)"])
+        withoutCancellation {
+            do {
+                try execute(sql: "ROLLBACK TRANSACTION")
+            } catch {
+                logger.debug("rollback failed", metadata: ["error": "\(error)"])
+            }
         }
+    }
+
+    /// Runs cleanup that must happen even in a cancelled job (a rollback,
+    /// restoring a pragma).
+    func withoutCancellation<T>(_ body: () throws -> T) rethrows -> T {
+        let flag = cancellation
+        cancellation = nil
+        defer { cancellation = flag }
+        return try body()
     }
 }
 
@@ -110,7 +126,7 @@ extension Database {
     /// (`PRAGMA query_only`), then ends it.
     func inReadOnlyTransaction<T>(_ body: () throws -> T) throws -> T {
         if !isReadOnlyConnection { try execute(sql: "PRAGMA query_only = 1") }
-        defer { if !isReadOnlyConnection { try? execute(sql: "PRAGMA query_only = 0") } }
+        defer { if !isReadOnlyConnection { withoutCancellation { try? execute(sql: "PRAGMA query_only = 0") } } }
         try execute(sql: "BEGIN DEFERRED TRANSACTION")
         defer { rollbackIfNeeded() }
         return try body()

@@ -53,6 +53,9 @@ public final class Database {
     /// While set, every statement run adds what it reads (see ``DatabaseRegion``).
     var regionRecorder: DatabaseRegion?
 
+    /// The cancellation flag of the job running on this connection.
+    var cancellation: CancellationFlag?
+
     /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
     var savepointDepth = 0
 
@@ -241,6 +244,10 @@ public final class Database {
     /// Steps `statement` once. Returns `true` when a row is available.
     @inline(__always)
     func step(_ statement: Statement) throws -> Bool {
+        if let cancellation, cancellation.isSet {
+            abandon(statement)
+            throw SQLiteError(code: .interrupt, message: "interrupted: the task was cancelled", sql: statement.sql)
+        }
         if let changeCollector { changeCollector.statementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {

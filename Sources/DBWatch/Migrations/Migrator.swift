@@ -203,17 +203,10 @@ public struct Migrator: Sendable {
         let migrations = self.migrations
         for migration in plan {
             try Task.checkCancellation()
-            // The job's own cancellation interrupts a running statement; a
-            // cancellation between two statements would be lost (SQLite
-            // clears the interruption when the next statement starts), so
-            // the migration also checks this flag before each statement.
-            let cancellation = CancellationFlag()
-            let didApply = try await withTaskCancellationHandler {
-                try await writer.writeWithoutTransaction { db in
-                    try Migrator.apply(migration, knowing: migrations, in: db, cancellation: cancellation)
-                }
-            } onCancel: {
-                cancellation.cancel()
+            // Cancelling the task interrupts the running statement, and the
+            // connection refuses to start another one: the migration rolls back.
+            let didApply = try await writer.writeWithoutTransaction { db in
+                try Migrator.apply(migration, knowing: migrations, in: db)
             }
             if didApply { applied.append(migration) }
         }
@@ -227,7 +220,7 @@ public struct Migrator: Sendable {
     /// `PRAGMA foreign_keys` back to what it was. Returns `false` when the
     /// migration is already applied.
     private static func apply(
-        _ migration: Migration, knowing migrations: [Migration], in db: Database, cancellation: CancellationFlag
+        _ migration: Migration, knowing migrations: [Migration], in db: Database
     ) throws -> Bool {
         guard !db.isInsideTransaction else {
             throw SQLiteError(code: .misuse, message: "a migration cannot run inside an open transaction")
@@ -242,7 +235,7 @@ public struct Migrator: Sendable {
             if foreignKeysWereOn { restoreForeignKeys(in: db) }
         }
         return try db.inTransaction(.immediate) {
-            try applyInTransaction(migration, knowing: migrations, in: db, cancellation: cancellation)
+            try applyInTransaction(migration, knowing: migrations, in: db)
         }
     }
 
@@ -253,6 +246,10 @@ public struct Migrator: Sendable {
     /// succeeds. A transaction a failed `ROLLBACK` left open would make the
     /// `PRAGMA` a no-op, so it is rolled back first.
     private static func restoreForeignKeys(in db: Database) {
+        db.withoutCancellation { restoreForeignKeysAfterCancellation(in: db) }
+    }
+
+    private static func restoreForeignKeysAfterCancellation(in db: Database) {
         for attempt in 1...3 {
             db.rollbackIfNeeded()
             do {
@@ -270,7 +267,7 @@ public struct Migrator: Sendable {
     /// checking the records against `migrations`. Returns `false` when the
     /// migration is already applied.
     private static func applyInTransaction(
-        _ migration: Migration, knowing migrations: [Migration], in db: Database, cancellation: CancellationFlag
+        _ migration: Migration, knowing migrations: [Migration], in db: Database
     ) throws -> Bool {
         try db.execute(
             sql: """
@@ -288,7 +285,6 @@ public struct Migrator: Sendable {
             return false
         }
         for statement in SQLScript(migration.sql).statements {
-            try cancellation.check()
             try run(statement, of: migration, in: db)
         }
         // Enforcement is off: this check is what catches every violation,
@@ -298,7 +294,6 @@ public struct Migrator: Sendable {
             let tables = try Set(violations.map { try $0.decode(String.self, at: 0) }).sorted()
             throw MigrationError.foreignKeyViolation(fileName: migration.fileName, tables: tables)
         }
-        try cancellation.check()
         try db.execute(
             sql: """
                 INSERT INTO \(recordTable) (number, name, checksum, applied_at)
@@ -350,20 +345,5 @@ public struct Migrator: Sendable {
                     checksum: try row.decode(String.self, at: 2),
                     appliedAt: try row.decode(String.self, at: 3))
             }
-    }
-}
-
-/// Set when the task applying a migration is cancelled; read by the
-/// migration on the connection thread.
-private final class CancellationFlag: Sendable {
-    private let isCancelled = Mutex(false)
-
-    func cancel() {
-        isCancelled.withLock { $0 = true }
-    }
-
-    /// Throws `CancellationError` once cancelled.
-    func check() throws {
-        if isCancelled.withLock({ $0 }) { throw CancellationError() }
     }
 }
