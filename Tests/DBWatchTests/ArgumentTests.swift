@@ -7,9 +7,15 @@ struct ArgumentTests {
         let queue = try await makePlayerQueue()
         let players = try await queue.write { db in
             try db.execute(sql: "INSERT INTO player (id, name, score) VALUES (?, ?, ?)", arguments: [1, "Arthur", 10])
-            try db.execute(sql: "INSERT INTO player (id, name, score) VALUES (:id, :name, :score)", arguments: [":id": 2, ":name": "Barbara", ":score": 20])
-            try db.execute(sql: "INSERT INTO player (id, name, score) VALUES (@id, @name, @score)", arguments: ["@id": 3, "@name": "Craig", "@score": 30])
-            try db.execute(sql: "INSERT INTO player (id, name, score) VALUES ($id, $name, $score)", arguments: ["id": 4, "name": "Dana", "score": 40])
+            try db.execute(
+                sql: "INSERT INTO player (id, name, score) VALUES (:id, :name, :score)",
+                arguments: [":id": 2, ":name": "Barbara", ":score": 20])
+            try db.execute(
+                sql: "INSERT INTO player (id, name, score) VALUES (@id, @name, @score)",
+                arguments: ["@id": 3, "@name": "Craig", "@score": 30])
+            try db.execute(
+                sql: "INSERT INTO player (id, name, score) VALUES ($id, $name, $score)",
+                arguments: ["id": 4, "name": "Dana", "score": 40])
             try db.execute(sql: "INSERT INTO player (id, name, score) VALUES (?2, ?1, ?3)", arguments: ["Eve", 5, 50])
             return try db.fetchAll(Player.self, sql: "SELECT * FROM player ORDER BY id")
         }
@@ -70,7 +76,9 @@ struct ArgumentTests {
         #expect(names == ["a", "fixed; with semicolon", "b"])
         await #expect(throws: SQLiteError.self) {
             try await queue.write { db in
-                try db.execute(sql: "INSERT INTO player (name) VALUES (?); INSERT INTO player (name) VALUES (?)", arguments: ["only one"])
+                try db.execute(
+                    sql: "INSERT INTO player (name) VALUES (?); INSERT INTO player (name) VALUES (?)",
+                    arguments: ["only one"])
             }
         }
     }

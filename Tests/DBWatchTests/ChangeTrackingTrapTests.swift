@@ -120,7 +120,8 @@ struct ChangeTrackingTrapTests {
         // ROLLBACK TO undoes changes the hooks already reported; no rollback hook runs.
         let queue = try DatabaseQueue()
         try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE TABLE s (b)") }
-        let (values, task) = record(queue.observe(SQLRequest("SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM s)")))
+        let (values, task) = record(
+            queue.observe(SQLRequest("SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM s)")))
         defer { task.cancel() }
         try await values.wait(forCount: 1)
         try await queue.write { db in
@@ -247,7 +248,9 @@ struct ChangeTrackingTrapTests {
         await #expect(throws: SQLiteError.self) {
             try await queue.write { db in try db.execute(sql: "INSERT INTO child VALUES (1, 99)") }
         }
-        try await queue.write { db in try db.execute(sql: "INSERT INTO parent VALUES (1); INSERT INTO child VALUES (2, 1)") }
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO parent VALUES (1); INSERT INTO child VALUES (2, 1)")
+        }
         try await values.wait { $0.last?.value == 1 }
         #expect(values.values.compactMap(\.value) == [0, 1])
     }

@@ -152,7 +152,9 @@ struct ExternalChangeTests {
             try await SQLiteShell.run("CREATE TABLE t (v); INSERT INTO t VALUES (1)", on: replacement)
             #expect(rename(replacement, path) == 0)
             try await values.wait { results in
-                results.contains { if case .failure(let error) = $0 { return error is DatabaseFileReplacedError } else { return false } }
+                results.contains {
+                    if case .failure(let error) = $0 { return error is DatabaseFileReplacedError } else { return false }
+                }
             }
         }
     }

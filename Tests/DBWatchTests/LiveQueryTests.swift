@@ -7,7 +7,8 @@ struct LiveQueryTests {
         static let defaultValue: [String] = ["(loading)"]
         var prefix: String
         func fetch(_ db: Database) throws -> [String] {
-            try db.fetchAll(String.self, sql: "SELECT name FROM player WHERE name LIKE ? || '%' ORDER BY name", arguments: [prefix])
+            try db.fetchAll(
+                String.self, sql: "SELECT name FROM player WHERE name LIKE ? || '%' ORDER BY name", arguments: [prefix])
         }
     }
 
@@ -62,7 +63,9 @@ struct LiveQueryTests {
         let request = IntRequest("SELECT count(*) FROM player")
         let options = ObservationOptions(minimumInterval: .seconds(1), clock: clock)
         let recorder = ValueRecorder<Int>()
-        let consumer = Task { for try await count in queue.observe(request, options: options) { recorder.append(count) } }
+        let consumer = Task {
+            for try await count in queue.observe(request, options: options) { recorder.append(count) }
+        }
         defer { consumer.cancel() }
         try await recorder.wait { $0 == [0] }
         for _ in 0..<10 {

@@ -57,16 +57,19 @@ struct ObservationModelTests {
         case 1: return Write(sql: "UPDATE a SET x = \(value) WHERE id = \(id)", writes: ["a": ["x"]])
         case 2: return Write(sql: "UPDATE a SET y = \(value) WHERE id = \(id)", writes: ["a": ["y"]])
         case 3: return Write(sql: "DELETE FROM a WHERE id = \(id)", writes: ["a": ["*"]])
-        case 4: return Write(sql: "INSERT OR REPLACE INTO a (id, x, y) VALUES (\(id), \(value), 0)", writes: ["a": ["*"]])
+        case 4:
+            return Write(sql: "INSERT OR REPLACE INTO a (id, x, y) VALUES (\(id), \(value), 0)", writes: ["a": ["*"]])
         case 5:
             return Write(
-                sql: "INSERT INTO a (id, x, y) VALUES (\(id), \(value), 1) ON CONFLICT (id) DO UPDATE SET x = excluded.x",
+                sql:
+                    "INSERT INTO a (id, x, y) VALUES (\(id), \(value), 1) ON CONFLICT (id) DO UPDATE SET x = excluded.x",
                 writes: ["a": ["*"]])
         case 6: return Write(sql: "DELETE FROM a", writes: ["a": ["*"]])
         case 7: return Write(sql: "INSERT INTO b (k, v) VALUES ('k\(id)', \(value))", writes: ["b": ["*"], "c": ["n"]])
         case 8: return Write(sql: "UPDATE b SET v = \(value) WHERE k = 'k\(id)'", writes: ["b": ["v"]])
         case 9: return Write(sql: "DELETE FROM b WHERE k = 'k\(id)'", writes: ["b": ["*"]])
-        case 10: return Write(sql: "REPLACE INTO b (k, v) VALUES ('k\(id)', \(value))", writes: ["b": ["*"], "c": ["n"]])
+        case 10:
+            return Write(sql: "REPLACE INTO b (k, v) VALUES ('k\(id)', \(value))", writes: ["b": ["*"], "c": ["n"]])
         case 11: return Write(sql: "DELETE FROM b", writes: ["b": ["*"]])
         case 12: return Write(sql: "INSERT INTO c (id, n) VALUES (\(id + 1), \(value))", writes: ["c": ["*"]])
         default: return Write(sql: "UPDATE c SET n = n + \(value) WHERE id = 1", writes: ["c": ["n"]])
@@ -121,7 +124,9 @@ struct ObservationModelTests {
                             }
                         } else {
                             // Constraint errors from random data are part of the game.
-                            do { try db.execute(sql: sql) } catch ResultCode.constraint where !(fails && index == sqls.count - 1) {}
+                            do { try db.execute(sql: sql) } catch ResultCode.constraint
+                                where !(fails && index == sqls.count - 1)
+                            {}
                         }
                     }
                 }
@@ -134,7 +139,8 @@ struct ObservationModelTests {
                 if !committed || !Self.touches(writes, observed.reads) {
                     #expect(
                         notified == notifiedBefore[index],
-                        "step \(step): \(observed.request.sql) notified for \(sqls) (committed: \(committed)) region \(database.statistics(for: observed.request)?.region.description ?? "")")
+                        "step \(step): \(observed.request.sql) notified for \(sqls) (committed: \(committed)) region \(database.statistics(for: observed.request)?.region.description ?? "")"
+                    )
                 }
                 let expected = try await database.read { db in try observed.request.fetch(db) }
                 try await recorders[index].wait { $0.last?.value == expected }

@@ -74,7 +74,9 @@ struct RowPrecisionTests {
         // More rowids than the collector keeps: the change covers any row.
         try await queue.write { db in
             try db.execute(
-                sql: "WITH RECURSIVE c(x) AS (SELECT 10 UNION ALL SELECT x + 1 FROM c LIMIT 2000) INSERT INTO player (id, name) SELECT x, 'n' FROM c")
+                sql:
+                    "WITH RECURSIVE c(x) AS (SELECT 10 UNION ALL SELECT x + 1 FROM c LIMIT 2000) INSERT INTO player (id, name) SELECT x, 'n' FROM c"
+            )
         }
         try await waitUntil { queue.statistics(for: request)?.changesNotified == 1 }
     }

@@ -9,7 +9,9 @@ struct UntrustedSQLTests {
     func refusal(_ sql: String, in directory: TemporaryDirectory) async throws -> SQLiteError? {
         let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
         defer { queue.close() }
-        try await queue.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS t (a); DELETE FROM t; INSERT INTO t VALUES (1)") }
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS t (a); DELETE FROM t; INSERT INTO t VALUES (1)")
+        }
         do {
             _ = try await queue.writeWithoutTransaction { db in
                 try db.withUntrustedSQL(UntrustedSQLPolicy(timeLimit: .milliseconds(300))) {

@@ -87,7 +87,9 @@ struct ValueTests {
 
     @Test func typedAccessNeverSilentlyNil() async throws {
         let queue = try DatabaseQueue()
-        let row = try await queue.read { db in try db.fetchOne(sql: "SELECT 1 AS id, 'x' AS name, NULL AS gone, 300 AS big")! }
+        let row = try await queue.read { db in
+            try db.fetchOne(sql: "SELECT 1 AS id, 'x' AS name, NULL AS gone, 300 AS big")!
+        }
         #expect(try row.decode(Int.self, at: "ID") == 1)
         #expect(try row.decode(String.self, at: 1) == "x")
         #expect(try row.decode(String?.self, at: "gone") == nil)
@@ -115,7 +117,9 @@ struct ValueTests {
         let items = try await queue.read { db in
             try db.fetchAll(
                 Item.self,
-                sql: "SELECT 1 AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag")
+                sql:
+                    "SELECT 1 AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag"
+            )
         }
         #expect(items == [Item(id: 1, label: "a", weight: 2, kind: .large, note: nil, payload: Data([1]), flag: true)])
         await #expect(throws: DecodingError.self) {
@@ -125,7 +129,8 @@ struct ValueTests {
             try await queue.read { db in
                 try db.fetchOne(
                     Item.self,
-                    sql: "SELECT 'x' AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag"
+                    sql:
+                        "SELECT 'x' AS id, 'a' AS label, 2 AS weight, 'large' AS kind, NULL AS note, x'01' AS payload, 1 AS flag"
                 )
             }
         }
@@ -154,7 +159,8 @@ struct ValueTests {
         let queue = try DatabaseQueue()
         let (sum, firstRows) = try await queue.read { db in
             let cursor = try db.fetchCursor(
-                Int.self, sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000) SELECT x FROM c")
+                Int.self,
+                sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000) SELECT x FROM c")
             var sum = 0
             while let value = try cursor.next() { sum += value }
             // A cursor dropped early resets its statement; the next one starts over.

@@ -39,7 +39,8 @@ public final class DatabasePool: DatabaseWriter {
         if !configuration.readOnly {
             let mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
             guard mode?.lowercased() == "wal" else {
-                throw SQLiteError(code: .error, message: "could not enable WAL mode (journal_mode is \(mode ?? "unknown"))")
+                throw SQLiteError(
+                    code: .error, message: "could not enable WAL mode (journal_mode is \(mode ?? "unknown"))")
             }
             try writer.execute(sql: "PRAGMA synchronous = NORMAL")
         }

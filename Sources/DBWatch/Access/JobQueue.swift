@@ -147,7 +147,7 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     }
 
     private let body: @Sendable (Database) throws -> T
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let cancellation = CancellationFlag()
 
     init(_ body: @escaping @Sendable (Database) throws -> T) {

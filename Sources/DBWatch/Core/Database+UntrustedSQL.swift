@@ -31,7 +31,8 @@ extension Database {
     func checkUntrusted(_ statement: Statement) throws {
         let keyword = Database.leadingKeyword(statement.sql)
         let allowedKeywords: Set<String> = ["select", "with", "values", "pragma", "explain"]
-        if !allowedKeywords.contains(keyword) || (!statement.isReadOnly && sqlite3_stmt_isexplain(statement.handle) == 0)
+        if !allowedKeywords.contains(keyword)
+            || (!statement.isReadOnly && sqlite3_stmt_isexplain(statement.handle) == 0)
         {
             let what = keyword.isEmpty ? "this statement" : keyword.uppercased()
             throw SQLiteError(code: .auth, message: "refused: \(what) is not a read-only query", sql: statement.sql)

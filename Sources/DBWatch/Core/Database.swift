@@ -96,7 +96,8 @@ public final class Database {
             // fails here with SQLITE_NOTADB rather than on first use.
             try execute(sql: "SELECT count(*) FROM sqlite_master")
             if !readOnly {
-                try execute(sql: configuration.foreignKeysEnabled ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF")
+                try execute(
+                    sql: configuration.foreignKeysEnabled ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF")
             } else if configuration.foreignKeysEnabled {
                 try execute(sql: "PRAGMA foreign_keys = ON")
             }

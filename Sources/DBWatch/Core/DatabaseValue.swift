@@ -74,7 +74,8 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
                     return sqlite3_bind_text(statement, index, "", 0, dbwatch_transient())
                 }
                 return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                    sqlite3_bind_text64(statement, index, $0, sqlite3_uint64(buffer.count), dbwatch_transient(), UInt8(SQLITE_UTF8))
+                    sqlite3_bind_text64(
+                        statement, index, $0, sqlite3_uint64(buffer.count), dbwatch_transient(), UInt8(SQLITE_UTF8))
                 }
             }
         case .blob(let data):
@@ -82,7 +83,8 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
                 return sqlite3_bind_zeroblob(statement, index, 0)
             }
             return data.withUnsafeBytes { buffer in
-                sqlite3_bind_blob64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count), dbwatch_transient())
+                sqlite3_bind_blob64(
+                    statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count), dbwatch_transient())
             }
         }
     }

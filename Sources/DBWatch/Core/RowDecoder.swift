@@ -167,7 +167,9 @@ func decodeColumn<T: Decodable, Source: ColumnSource>(_ type: T.Type, source: So
     return try T(from: ColumnDecoder(source: source, singleColumn: index))
 }
 
-private func mismatch<T>(_ type: T.Type, _ source: some ColumnSource, _ index: Int, _ key: any CodingKey) -> DecodingError {
+private func mismatch<T>(_ type: T.Type, _ source: some ColumnSource, _ index: Int, _ key: any CodingKey)
+    -> DecodingError
+{
     DecodingError.conversion(source.value(at: index), to: T.self, column: key)
 }
 

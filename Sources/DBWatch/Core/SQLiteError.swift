@@ -53,7 +53,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         let resolved = (extended & 0xFF) == (code & 0xFF) ? extended : code
         let message = handle.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
         let offset = handle.map { sqlite3_error_offset($0) } ?? -1
-        self.init(code: ResultCode(rawValue: resolved), message: message, sql: sql, offset: offset >= 0 ? Int(offset) : nil)
+        self.init(
+            code: ResultCode(rawValue: resolved), message: message, sql: sql, offset: offset >= 0 ? Int(offset) : nil)
     }
 
     static func misuse(_ message: String, sql: String? = nil) -> SQLiteError {

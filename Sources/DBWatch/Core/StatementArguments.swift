@@ -64,7 +64,8 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
             if !arguments.namedValues.isEmpty {
                 for index in stride(from: Int32(1), through: count, by: 1) {
                     guard let cName = sqlite3_bind_parameter_name(statement, index) else {
-                        throw SQLiteError.misuse("parameter \(index) is positional but the arguments are named", sql: sql)
+                        throw SQLiteError.misuse(
+                            "parameter \(index) is positional but the arguments are named", sql: sql)
                     }
                     let name = String(cString: cName)
                     let key = try resolve(name, sql: sql)
@@ -74,7 +75,8 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
                 if isLastStatement {
                     let unused = Set(arguments.namedValues.keys).subtracting(usedNames)
                     if !unused.isEmpty {
-                        throw SQLiteError.misuse("no parameter named \(unused.sorted().joined(separator: ", "))", sql: sql)
+                        throw SQLiteError.misuse(
+                            "no parameter named \(unused.sorted().joined(separator: ", "))", sql: sql)
                     }
                 }
                 return

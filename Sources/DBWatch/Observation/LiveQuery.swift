@@ -31,7 +31,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let observe: @Sendable (Request) -> QueryObservation<Request>
 
     /// Creates a live query. Nothing runs until ``run()``.
@@ -40,7 +40,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     ///   - request: the initial request.
     ///   - database: the queue or pool to observe.
     public init(_ request: Request, in database: some DatabaseWriter) {
-        state = Mutex(State(request: request, value: Request.defaultValue))
+        state = Locked(State(request: request, value: Request.defaultValue))
         observe = { [database] request in database.observe(request) }
     }
 

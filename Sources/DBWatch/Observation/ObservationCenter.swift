@@ -41,7 +41,7 @@ final class ObservationCenter: Sendable {
     /// conservatively.
     static let recentCommitCapacity = 128
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let observationCount = Atomic<Int>(0)
     let logger: Logger
 

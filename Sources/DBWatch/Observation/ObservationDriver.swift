@@ -22,7 +22,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private let options: ObservationOptions
     private let center: ObservationCenter
     private let fetchQueue: JobQueue
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
 
     init(request: Request, options: ObservationOptions, center: ObservationCenter, fetchQueue: JobQueue) {
@@ -140,8 +140,10 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         fetchDidFinish(result, region: region, startSerial: startSerial)
     }
 
-    private func fetchDidFinish(_ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64) {
-        let missedCommit = startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
+    private func fetchDidFinish(_ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64)
+    {
+        let missedCommit =
+            startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
         var recipients: [ObservationSubscription<Request.Value>] = []
         var timerOffset: Duration?
         let startAnother = state.withLock { state -> Bool in
@@ -176,7 +178,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
     }
 
-    private func isSame(_ result: Result<Request.Value, any Error>, _ previous: Result<Request.Value, any Error>?) -> Bool {
+    private func isSame(_ result: Result<Request.Value, any Error>, _ previous: Result<Request.Value, any Error>?)
+        -> Bool
+    {
         switch (result, previous) {
         case (.success(let value), .success(let old)?):
             return deduplicate(value, old)

@@ -12,7 +12,7 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
         var hasReceived = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Called once when the consumer goes away (cancelled or finished).
     let onFinish: @Sendable (ObjectIdentifier) -> Void
 

@@ -142,7 +142,8 @@ final class ChangeCollector {
         switch operation {
         case SQLITE_UPDATE:
             let columns = currentStatement?.footprint.writes[tableName] ?? .all
-            pending.insert(tableName, columns: columns, rowIDs: oldRowID == newRowID ? [oldRowID] : [oldRowID, newRowID])
+            pending.insert(
+                tableName, columns: columns, rowIDs: oldRowID == newRowID ? [oldRowID] : [oldRowID, newRowID])
         case SQLITE_INSERT:
             pending.insert(tableName, columns: .all, rowIDs: [newRowID])
         default:
@@ -155,7 +156,9 @@ final class ChangeCollector {
         let schemaIsMain = strcmp(schema, "main") == 0
         // Compare the text, not the pointer: after a schema change SQLite
         // may reuse the memory of a dropped table's name.
-        if schemaIsMain == cachedSchemaIsMain, cachedName.withUnsafeBufferPointer({ strcmp($0.baseAddress!, table) == 0 }) {
+        if schemaIsMain == cachedSchemaIsMain,
+            cachedName.withUnsafeBufferPointer({ strcmp($0.baseAddress!, table) == 0 })
+        {
             if schemaIsMain { return cachedTable }
             return TableName(String(cString: table), schema: String(cString: schema))
         }

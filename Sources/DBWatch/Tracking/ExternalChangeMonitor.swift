@@ -41,7 +41,7 @@ final class ExternalChangeMonitor: Sendable {
     let path: String
     private let center: ObservationCenter
     private let writerQueue: JobQueue
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let logger: Logger
 
     /// Starts watching `path`; the first check records the baseline.

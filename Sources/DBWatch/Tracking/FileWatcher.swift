@@ -11,7 +11,7 @@ import Synchronization
 final class FileWatcher: Sendable {
     private let inotify: Int32
     private let stopPipe: (read: Int32, write: Int32)
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     private let exited = DispatchSemaphore(value: 0)
 
     /// Starts watching `directory` for writes, creations, deletions and

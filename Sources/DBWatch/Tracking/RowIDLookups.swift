@@ -168,7 +168,9 @@ extension Database {
         let recorder = regionRecorder
         regionRecorder = nil
         defer { regionRecorder = recorder }
-        let (statement, _) = try ("EXPLAIN " + sql).withCString { try prepare($0, sql: nil, handle: handle, persistent: false) }
+        let (statement, _) = try ("EXPLAIN " + sql).withCString {
+            try prepare($0, sql: nil, handle: handle, persistent: false)
+        }
         guard let statement else { return [] }
         var program: [RowIDLookups.Instruction] = []
         while try step(statement) {

@@ -1,11 +1,11 @@
 import Dispatch
-import Synchronization
+@testable import DBWatch
 
 /// A one-shot gate for ordering test steps: tasks `await wait()` until
 /// someone calls `open()`; database closures (on connection threads) use
 /// `blockingWait()`.
 final class Gate: Sendable {
-    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private let semaphore = DispatchSemaphore(value: 0)
 
     func open() {

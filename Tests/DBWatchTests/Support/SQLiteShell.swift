@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The stock `sqlite3` shell, as a second process writing a database.
 enum SQLiteShell {

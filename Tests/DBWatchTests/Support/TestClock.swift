@@ -1,4 +1,4 @@
-import Synchronization
+@testable import DBWatch
 
 /// A clock that moves only when a test calls `advance(by:)`.
 final class TestClock: Clock, Sendable {
@@ -14,7 +14,7 @@ final class TestClock: Clock, Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Mutex<(now: Instant, sleepers: [Int: Sleeper], nextID: Int)>((Instant(offset: .zero), [:], 0))
+    private let state = Locked<(now: Instant, sleepers: [Int: Sleeper], nextID: Int)>((Instant(offset: .zero), [:], 0))
 
     var now: Instant { state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+@testable import DBWatch
 
 /// A test step that did not finish in time.
 struct TimeoutError: Error, CustomStringConvertible {
@@ -14,7 +14,7 @@ struct TimeoutError: Error, CustomStringConvertible {
 func withTimeout<T: Sendable>(
     seconds: Double = 20, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let slot = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    let slot = Locked<CheckedContinuation<T, any Error>?>(nil)
     let take: @Sendable () -> CheckedContinuation<T, any Error>? = {
         slot.withLock { continuation in
             defer { continuation = nil }

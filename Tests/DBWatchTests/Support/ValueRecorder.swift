@@ -1,5 +1,4 @@
-import DBWatch
-import Synchronization
+@testable import DBWatch
 
 /// Collects what an observation delivers, and lets a test await a
 /// condition on it (with a timeout) instead of sleeping.
@@ -9,7 +8,7 @@ final class ValueRecorder<Value: Sendable>: Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private let state = Mutex<(values: [Value], waiters: [Waiter])>(([], []))
+    private let state = Locked<(values: [Value], waiters: [Waiter])>(([], []))
 
     var values: [Value] { state.withLock { $0.values } }
 
