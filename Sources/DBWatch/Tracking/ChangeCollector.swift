@@ -113,7 +113,7 @@ final class ChangeCollector {
             // Tables the statement writes but no hook reported: virtual
             // tables (their shadow tables are what the hooks see).
             for (table, columns) in statement.footprint.writes where pending.tables[table] == nil {
-                pending.insert(table, columns: columns, rowIDs: nil)
+                pending.insert(table, columns: columns, rowID: nil)
             }
         }
         totalChangesMark = total
@@ -142,12 +142,12 @@ final class ChangeCollector {
         switch operation {
         case SQLITE_UPDATE:
             let columns = currentStatement?.footprint.writes[tableName] ?? .all
-            pending.insert(
-                tableName, columns: columns, rowIDs: oldRowID == newRowID ? [oldRowID] : [oldRowID, newRowID])
+            pending.insert(tableName, columns: columns, rowID: oldRowID)
+            if newRowID != oldRowID { pending.insert(tableName, columns: columns, rowID: newRowID) }
         case SQLITE_INSERT:
-            pending.insert(tableName, columns: .all, rowIDs: [newRowID])
+            pending.insert(tableName, columns: .all, rowID: newRowID)
         default:
-            pending.insert(tableName, columns: .all, rowIDs: [oldRowID])
+            pending.insert(tableName, columns: .all, rowID: oldRowID)
         }
     }
 

@@ -8,6 +8,19 @@ struct TableChange: Sendable {
     /// Past this many rowids a table's change counts as "any row".
     static let rowIDLimit = 1024
 
+    /// Adds one changed row (`nil`: any row) touching `columns`.
+    @inline(__always)
+    mutating func record(columns: ColumnSet, rowID: Int64?) {
+        if self.columns != .all && columns != self.columns { self.columns = self.columns.union(columns) }
+        guard rowIDs != nil else { return }
+        if let rowID {
+            rowIDs!.insert(rowID)
+            if rowIDs!.count > Self.rowIDLimit { rowIDs = nil }
+        } else {
+            rowIDs = nil
+        }
+    }
+
     /// Whether the change can modify what a region reads of the table.
     @inline(__always)
     func touches(columns read: ColumnSet, rowIDs readRows: Set<Int64>?) -> Bool {
@@ -29,19 +42,14 @@ struct DatabaseChanges: Sendable {
 
     var isEmpty: Bool { tables.isEmpty && !affectsEverything }
 
-    /// Records a change of `columns` in `table`, of the given rows (`nil`: any row).
-    mutating func insert(_ table: TableName, columns: ColumnSet, rowIDs: [Int64]?) {
-        if var change = tables[table] {
-            if change.columns != .all { change.columns = change.columns.union(columns) }
-            if let rowIDs, change.rowIDs != nil {
-                change.rowIDs!.formUnion(rowIDs)
-                if change.rowIDs!.count > TableChange.rowIDLimit { change.rowIDs = nil }
-            } else {
-                change.rowIDs = nil
-            }
-            tables[table] = change
+    /// Records a change of `columns` in `table`, of one row (`nil`: any row).
+    @inline(__always)
+    mutating func insert(_ table: TableName, columns: ColumnSet, rowID: Int64?) {
+        if tables[table] == nil {
+            tables[table] = TableChange(columns: columns, rowIDs: rowID.map { [$0] })
         } else {
-            tables[table] = TableChange(columns: columns, rowIDs: rowIDs.map(Set.init))
+            // Mutated in place: copying the change out would copy its rowids for every row.
+            tables[table]!.record(columns: columns, rowID: rowID)
         }
     }
 
