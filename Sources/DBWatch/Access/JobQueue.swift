@@ -21,6 +21,10 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     private var isClosed = false
     private var runningWorkers = 0
     private var workerThreads: [pthread_t] = []
+    /// Workers blocked in `pthread_cond_wait`: a push signals only if one is.
+    private var sleepingWorkers = 0
+    /// The most jobs ever waiting at once (for tests of coalescing).
+    private var highWaterMark = 0
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -45,12 +49,13 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
 
     /// Adds a job. Returns `false` when the queue is closed.
     func push(_ job: any ConnectionJob) -> Bool {
-        let accepted = locked {
-            guard !isClosed else { return false }
+        let (accepted, wake) = locked {
+            guard !isClosed else { return (false, false) }
             jobs.append(job)
-            return true
+            highWaterMark = max(highWaterMark, jobs.count - head)
+            return (true, sleepingWorkers > 0)
         }
-        if accepted { pthread_cond_signal(condition) }
+        if wake { pthread_cond_signal(condition) }
         return accepted
     }
 
@@ -60,7 +65,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         defer { pthread_mutex_unlock(mutex) }
         while head == jobs.count {
             if isClosed { return nil }
+            sleepingWorkers += 1
             pthread_cond_wait(condition, mutex)
+            sleepingWorkers -= 1
         }
         let job = jobs[head]
         head += 1
@@ -81,6 +88,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     }
 
     var closed: Bool { locked { isClosed } }
+
+    /// The most jobs that ever waited at once.
+    var maximumQueuedJobs: Int { locked { highWaterMark } }
 
     /// Counts a worker before its thread starts, so a close that follows waits for it.
     func workerWillStart() { locked { runningWorkers += 1 } }
