@@ -7,32 +7,35 @@
 ///
 /// Used instead of `Synchronization.Mutex`, which on Linux waits on raw
 /// futexes that the thread sanitizer cannot see, so every access it guards
-/// is reported as a race.
+/// is reported as a race. The state and the mutex live in one allocation,
+/// shared by the copies of this value.
 ///
 /// ```swift
 /// let counter = Locked(0)
 /// counter.withLock { $0 += 1 }
 /// ```
-final class Locked<State>: @unchecked Sendable {  // `state` is only touched with `mutex` held
-    private var state: State
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+struct Locked<State>: @unchecked Sendable {  // the state is only touched with the mutex held
+    private let storage: Storage
 
-    init(_ state: State) {
-        self.state = state
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    init(_ state: State) {
+        let buffer = Storage.create(minimumCapacity: 1) { _ in state }
+        storage = unsafeDowncast(buffer, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_init($0, nil) }
     }
 
     /// Runs `body` with exclusive access to the state.
     @inline(__always)
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withUnsafeMutablePointers { state, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }
