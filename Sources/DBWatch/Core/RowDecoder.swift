@@ -5,6 +5,8 @@ import Foundation
 /// path of `fetchAll(T.self, …)`) or a fetched ``Row``.
 protocol ColumnSource {
     var columnCount: Int { get }
+    /// Where a per-query decoder keeps the keyed container it reuses for every row.
+    var containerCache: KeyedContainerCache? { get }
     func columnIndex(of key: String) -> Int?
     func isNull(at index: Int) -> Bool
     func value(at index: Int) -> DatabaseValue
@@ -19,6 +21,7 @@ struct StatementColumns: ColumnSource {
     let lookup: ColumnLookup
 
     var columnCount: Int { lookup.columnNames.count }
+    var containerCache: KeyedContainerCache? { lookup.containerCache }
 
     @inline(__always)
     func columnIndex(of key: String) -> Int? { lookup.index(of: key) }
@@ -58,6 +61,7 @@ struct StatementColumns: ColumnSource {
 /// pay one string comparison per property instead of a lookup.
 final class ColumnLookup {
     let columnNames: [String]
+    let containerCache = KeyedContainerCache()
     private var indexByName: [String: Int] = [:]
     private var recentKeys: [(key: String, index: Int?)] = []
     private var position = 0
@@ -93,10 +97,36 @@ final class ColumnLookup {
     }
 }
 
+/// The keyed container of a query, built for its first row and reused for
+/// the others: every row of a statement reads through the same handle and
+/// lookup, so the container is the same, and building it per row (a box
+/// allocation and a generic metadata lookup) was a large part of decoding.
+final class KeyedContainerCache {
+    private var keyType: ObjectIdentifier?
+    private var container: AnyObject?
+
+    @inline(__always)
+    func container<Key: CodingKey>(
+        keyedBy type: Key.Type, make: () -> KeyedDecodingContainer<Key>
+    ) -> KeyedDecodingContainer<Key> {
+        // A KeyedDecodingContainer is one reference to its box; anything
+        // else (a future layout) is simply not cached.
+        guard MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size else { return make() }
+        if keyType == ObjectIdentifier(Key.self), let container {
+            return unsafeBitCast(container, to: KeyedDecodingContainer<Key>.self)
+        }
+        let made = make()
+        keyType = ObjectIdentifier(Key.self)
+        container = unsafeBitCast(made, to: AnyObject.self)
+        return made
+    }
+}
+
 /// Reads a fetched ``Row``.
 struct RowColumns: ColumnSource {
     let row: Row
     var columnCount: Int { row.count }
+    var containerCache: KeyedContainerCache? { nil }
     func columnIndex(of key: String) -> Int? { row.index(of: key) }
     func isNull(at index: Int) -> Bool { row.values[index].isNull }
     func value(at index: Int) -> DatabaseValue { row.values[index] }
@@ -135,7 +165,10 @@ struct ColumnDecoder<Source: ColumnSource>: Decoder {
                     debugDescription:
                         "column \(singleColumn) holds one value; a nested keyed type needs DatabaseValueConvertible"))
         }
-        return KeyedDecodingContainer(KeyedColumns<Key, Source>(source: source))
+        guard let cache = source.containerCache else {
+            return KeyedDecodingContainer(KeyedColumns<Key, Source>(source: source))
+        }
+        return cache.container(keyedBy: Key.self) { KeyedDecodingContainer(KeyedColumns<Key, Source>(source: source)) }
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
