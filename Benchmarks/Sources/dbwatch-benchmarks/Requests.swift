@@ -1,0 +1,119 @@
+import DBWatch
+import Synchronization
+
+/// One row of a table that the writes never touch: the idle observations.
+/// Distinct `id`s make distinct requests (identical ones would share one
+/// observation).
+struct OtherRow: Queryable {
+    let id: Int
+    static let defaultValue: Int? = nil
+
+    func fetch(_ db: Database) throws -> Int? {
+        try db.fetchOne(Int.self, sql: "SELECT v FROM other WHERE id = ?", arguments: [id])
+    }
+}
+
+/// `SELECT count(*)` of a written table. `salt` only makes requests distinct
+/// (every salt runs the same cheap query, so that ten observations cost ten
+/// times one); it is added to the count so each value still changes with
+/// every insert.
+struct TableCount: Queryable {
+    let table: String
+    let salt: Int
+    static let defaultValue = 0
+
+    func fetch(_ db: Database) throws -> Int {
+        try (db.fetchOne(Int.self, sql: "SELECT count(*) FROM \(table)") ?? 0) + salt
+    }
+}
+
+/// The row of `t` with primary key `id` (fan-out workload).
+struct Item: Decodable, Hashable, Sendable {
+    var id: Int64
+    var v: Int64
+}
+
+struct ItemByID: Queryable {
+    let id: Int
+    static let defaultValue: Item? = nil
+
+    func fetch(_ db: Database) throws -> Item? {
+        try db.fetchOne(Item.self, sql: "SELECT * FROM t WHERE id = ?", arguments: [id])
+    }
+}
+
+/// A count that is *not* `Equatable`, so that every refetch is delivered
+/// (the fan-out's `UPDATE` does not change the count, and a deduplicated
+/// count would deliver nothing to wait for).
+struct CountValue: Sendable {
+    let count: Int
+}
+
+struct FanOutCount: Queryable {
+    static let defaultValue = CountValue(count: 0)
+
+    func fetch(_ db: Database) throws -> CountValue {
+        CountValue(count: try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0)
+    }
+}
+
+/// The decoded struct of the decoding workload.
+struct Player: Decodable, Sendable {
+    var id: Int64
+    var name: String
+    var score: Int
+    var bonus: Double
+}
+
+/// A one-shot event that one task awaits and another fires.
+final class Signal: Sendable {
+    private struct State {
+        var fired = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.fired = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let fired = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
+            }
+            if fired { continuation.resume() }
+        }
+    }
+}
+
+/// Counts down from `count`; the task that brings it to zero fires `done`
+/// and records when.
+final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+    private let firedAt = Atomic<UInt64>(0)
+    let done = Signal()
+
+    init(_ count: Int) {
+        remaining = Atomic(count)
+        if count == 0 { done.fire() }
+    }
+
+    func arrive() {
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            firedAt.store(nowNanoseconds(), ordering: .releasing)
+            done.fire()
+        }
+    }
+
+    /// When the last arrival happened (``nowNanoseconds()``).
+    var lastArrival: UInt64 { firedAt.load(ordering: .acquiring) }
+}
