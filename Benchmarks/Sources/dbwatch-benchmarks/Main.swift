@@ -15,7 +15,7 @@ struct Options {
           --quick      fewer iterations (a smoke run; ratios are noisier)
           --runs N     run each workload N times; print median [min – max]
           --grdb       also run the workloads on GRDB.swift (when built with the GRDB trait)
-          --only L     comma-separated workloads: write, observed, latency, fanout, memory, decode
+          --only L     comma-separated workloads: write, observed, latency, fanout, memory, decode, external
 
         Every line compares with raw SQLite doing the same work in the same run.
         Database files go to $DBWATCH_BENCH_DIR (default: the temporary directory).
@@ -72,6 +72,7 @@ struct BenchmarkMain {
             Workload(name: "fanout", run: fanOut),
             Workload(name: "memory", run: memory),
             Workload(name: "decode", run: decoding),
+            Workload(name: "external", run: externalChanges),
         ]
         if options.grdb {
             workloads += try grdbWorkloads()

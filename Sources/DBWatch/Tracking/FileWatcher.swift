@@ -65,6 +65,9 @@ final class FileWatcher: Sendable {
         close(stopPipe.write)
     }
 
+    /// How long after the last event the settling check runs.
+    static let settleMilliseconds: Int32 = 3
+
     private static func run(inotify: Int32, stop: Int32, names: Set<String>, onChange: @Sendable () -> Void) {
         var descriptors = [
             pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
@@ -73,13 +76,22 @@ final class FileWatcher: Sendable {
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
+        // A WAL commit writes its frames (the event) before it publishes them
+        // in the memory-mapped `-shm` index (no event): a check run at once
+        // can come too early. One more check after the events settle covers it.
+        var settleCheckDue = false
         while true {
             descriptors[0].revents = 0
             descriptors[1].revents = 0
-            let ready = poll(&descriptors, 2, -1)
+            let ready = poll(&descriptors, 2, settleCheckDue ? Self.settleMilliseconds : -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return
+            }
+            if ready == 0 {
+                settleCheckDue = false
+                onChange()
+                continue
             }
             if descriptors[1].revents != 0 { return }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
@@ -99,7 +111,10 @@ final class FileWatcher: Sendable {
                 }
                 offset += MemoryLayout<inotify_event>.size + nameLength
             }
-            if relevant { onChange() }
+            if relevant {
+                onChange()
+                settleCheckDue = true
+            }
         }
     }
 }
