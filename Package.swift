@@ -4,10 +4,12 @@ import PackageDescription
 let package = Package(
     name: "DBWatch",
     products: [
-        .library(name: "DBWatch", targets: ["DBWatch"])
+        .library(name: "DBWatch", targets: ["DBWatch"]),
+        .executable(name: "dbwatch", targets: ["dbwatch"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -22,9 +24,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(
+            name: "dbwatch",
+            dependencies: [
+                "DBWatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "DBWatchTests",
             dependencies: ["DBWatch"]
+        ),
+        .testTarget(
+            name: "dbwatchTests",
+            dependencies: [
+                "dbwatch",
+                "DBWatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

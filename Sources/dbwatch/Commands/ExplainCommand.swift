@@ -1,0 +1,100 @@
+import ArgumentParser
+import DBWatch
+
+/// `dbwatch explain DB SQL`: what a query observes (tables and columns), in
+/// words, and SQLite's query plan.
+///
+/// ```sh
+/// dbwatch explain app.sqlite "SELECT name, score FROM player WHERE score > 10"
+/// ```
+struct ExplainCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Tell which tables and columns a query observes, in words, and its query plan.",
+        discussion: """
+            The query runs once, read-only and under the same rules as `watch`.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The SQLite database file (opened read-only; never created).")
+    var database: String
+
+    @Argument(help: "The query to explain (one statement).")
+    var sql: String
+
+    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    var arguments: [SQLArgument] = []
+
+    @Flag(inversion: .prefixedNo, help: "Print SQLite's query plan (EXPLAIN QUERY PLAN).")
+    var plan = true
+
+    @Option(
+        help: ArgumentHelp("Stop the query if it runs longer than this many seconds (exit 68).", valueName: "seconds"))
+    var timeLimit: Double = 5
+
+    func validate() throws {
+        if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("The SQL is empty.") }
+        if !(timeLimit > 0 && timeLimit <= 86_400) {
+            throw ValidationError("--time-limit must be a positive number of seconds.")
+        }
+    }
+
+    func run() async throws {
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool.openForWatching(database, pollInterval: nil)
+        } catch {
+            throw ErrorReport.exit(for: error)
+        }
+        defer { pool.close() }
+        let query = WatchedQuery(
+            sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
+        let sql = self.sql
+        let policy = UntrustedSQLPolicy(timeLimit: .seconds(timeLimit))
+        do {
+            let explanation = try await pool.explain(query)
+            var text = ExplainCommand.words(for: explanation, sql: sql)
+            if plan {
+                let steps = try await pool.read { db in
+                    try db.withUntrustedSQL(policy) {
+                        try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
+                    }
+                }
+                text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
+            }
+            Output.standardOutput(text + "\n")
+        } catch {
+            throw ErrorReport.exit(for: error, sql: sql)
+        }
+    }
+
+    /// The explanation in words: the library's one line per table, then
+    /// when a change makes the query refetch.
+    static func words(for explanation: QueryExplanation, sql: String) -> String {
+        let region = explanation.region
+        let flat = CellText.sanitized(sql.split(whereSeparator: \.isNewline).joined(separator: " "))
+        var lines = ["Query: " + flat, ""]
+        lines.append(explanation.description)
+        guard !region.isEmpty else { return lines.joined(separator: "\n") }
+        lines.append("")
+        lines.append("DBWatch refetches it after a commit that:")
+        for table in region.tables.keys.sorted() {
+            switch region.tables[table]! {
+            case .all:
+                lines.append("  - changes anything in \(table)")
+            case .columns(let columns) where columns.isEmpty:
+                lines.append("  - inserts or deletes rows of \(table)")
+            case .columns(let columns):
+                let names = columns.sorted().joined(separator: ", ")
+                let noun = columns.count == 1 ? "column" : "columns"
+                lines.append("  - inserts or deletes rows of \(table), or updates its \(noun) \(names)")
+            }
+        }
+        lines.append("Other commits made through DBWatch cost it nothing. Commits by other processes")
+        lines.append("(what `dbwatch watch` sees) do not say what they changed: each one refetches the")
+        lines.append("query, and only a result that changed is printed.")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,147 @@
+import ArgumentParser
+import DBWatch
+import Foundation
+
+/// `dbwatch watch DB SQL…`: prints each query's result now, then again after
+/// every commit that changes it, from this or any other process.
+///
+/// ```sh
+/// dbwatch watch app.sqlite "SELECT name, score FROM player ORDER BY score DESC LIMIT 10"
+/// dbwatch watch app.sqlite "SELECT * FROM player WHERE team_id = ?" --arg 2 --changes --format ndjson
+/// ```
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print query results now, then again after every commit that changes them.",
+        discussion: """
+            The database is opened read-only and never created. The SQL may only read: writes, schema \
+            changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension() and \
+            fts3_tokenizer() are refused (exit 67), and a query that runs longer than --time-limit is \
+            stopped (exit 68).
+
+            Commits by other processes (an app, a cron job, the sqlite3 shell) are detected with \
+            PRAGMA data_version, checked every --interval seconds and, for a database in WAL mode, at \
+            once when inotify reports a write. (In rollback-journal mode a check during another \
+            process's commit could make that process fail with "database is locked", so only the poll \
+            checks: lower --interval for faster updates.) A result is printed only when it changed.
+
+            Formats: `table` (the default on a terminal: redrawn in place, changed cells in reverse \
+            video unless NO_COLOR is set), `ndjson` (the default into a pipe or a file: one JSON \
+            object per value, {"seq", "time", "query" (with several SQL), "columns", "rows"}), `json` \
+            (the same objects, pretty-printed), `csv` (a header line and the rows; values separated by \
+            an empty line). In JSON, blobs are {"base64": "…"}; in CSV, base64 text.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The SQLite database file (opened read-only; never created).")
+    var database: String
+
+    @Argument(help: "The query to watch; give several to watch each. Each holds one statement.")
+    var sql: [String] = []
+
+    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    var arguments: [SQLArgument] = []
+
+    @Option(
+        help: "How to print each value: table, json, ndjson or csv (default: table on a terminal, ndjson otherwise).")
+    var format: OutputFormat?
+
+    @Flag(help: "Print the rows added, removed and changed since the previous value, instead of whole results.")
+    var changes = false
+
+    @Flag(help: "Print the current value of each query, then exit.")
+    var once = false
+
+    @Option(help: ArgumentHelp("Exit after printing this many values (all queries together).", valueName: "n"))
+    var count: Int?
+
+    @Option(
+        help: ArgumentHelp("Check for other processes' commits at least every this many seconds.", valueName: "seconds")
+    )
+    var interval: Double = 1
+
+    @Option(help: ArgumentHelp("Stop a query that runs longer than this many seconds (exit 68).", valueName: "seconds"))
+    var timeLimit: Double = 5
+
+    @Option(help: "Colour and reverse video: auto (on a terminal unless NO_COLOR is set), always or never.")
+    var color: ColorMode = .auto
+
+    func validate() throws {
+        if sql.isEmpty { throw ValidationError("Give the SQL to watch after the database path.") }
+        if sql.contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }) {
+            throw ValidationError("The SQL is empty.")
+        }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1.") }
+        if once && count != nil { throw ValidationError("Give --once or --count, not both.") }
+        if !(interval > 0 && interval <= 3600) {
+            throw ValidationError("--interval must be between 0 and 3600 seconds.")
+        }
+        if !(timeLimit > 0 && timeLimit <= 86_400) {
+            throw ValidationError("--time-limit must be a positive number of seconds.")
+        }
+        if format == .csv && sql.count > 1 {
+            throw ValidationError("--format csv watches one SQL; use ndjson for several.")
+        }
+    }
+
+    func run() async throws {
+        let interrupt = InterruptSignal()
+        let terminal = Terminal.standardOutput(color: color)
+        let format = self.format ?? (terminal.isTerminal ? .table : .ndjson)
+        var printer = WatchPrinter(format: format, changes: changes, queries: sql)
+        printer.databasePath = database
+        printer.redrawsInPlace = terminal.isTerminal && format == .table && !changes && !once
+        printer.titlesTables = !(once && sql.count == 1)
+        let color = self.color
+        printer.terminal = { Terminal.standardOutput(color: color) }
+
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool.openForWatching(database, pollInterval: .seconds(interval), readers: sql.count)
+        } catch {
+            throw ErrorReport.exit(for: error)
+        }
+        defer { pool.close() }
+        let queries = sql.map {
+            WatchedQuery(sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
+        }
+        var session = WatchSession(printer: printer, queryCount: queries.count, limit: once ? nil : count, once: once)
+        do {
+            try await session.run(queries, on: pool, interrupt: interrupt)
+        } catch {
+            if session.printedLiveScreen { Output.standardOutput("\n") }
+            throw ErrorReport.exit(
+                for: error, context: session.failedQuery.map { "query \($0 + 1)" }, sql: session.failedSQL)
+        }
+        if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
+    }
+}
+
+extension DatabasePool {
+    /// Opens `path` the way `watch` and `explain` need it: read-only (a
+    /// missing file is an error that creates nothing), `file:` paths kept
+    /// plain, and other processes' commits detected when `pollInterval` is
+    /// given: woken by inotify for a database in WAL mode, by the poll
+    /// alone in rollback-journal mode.
+    ///
+    /// - Throws: ``CommandFailure`` for a missing file or a directory;
+    ///   ``SQLiteError`` when SQLite cannot open it.
+    static func openForWatching(_ path: String, pollInterval: Duration?, readers: Int = 1) throws -> DatabasePool {
+        try DatabaseFile.checkExists(path)
+        var configuration = Configuration()
+        configuration.readOnly = true
+        configuration.allowsURIFilenames = false
+        configuration.maximumReaderCount = max(1, min(4, readers))
+        if let pollInterval {
+            // In rollback-journal mode a reader blocks a commit: a check woken by the
+            // writer's own journal file would land inside its transaction and make a
+            // writer without a busy timeout fail with "database is locked". WAL
+            // readers never block writers, so only they are woken by inotify.
+            configuration.externalChangeDetection = ExternalChangeDetection(
+                pollInterval: pollInterval, usesFileNotifications: DatabaseFile.isInWALMode(path))
+        }
+        return try DatabasePool(path: path, configuration: configuration)
+    }
+}

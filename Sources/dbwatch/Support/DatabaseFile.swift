@@ -1,0 +1,36 @@
+import Foundation
+
+/// Checks on a database path before SQLite opens it, for clearer errors.
+///
+/// ```swift
+/// try DatabaseFile.checkExists("app.sqlite")   // throws CommandFailure(.unavailable, …) when missing
+/// ```
+enum DatabaseFile {
+    /// Throws a ``CommandFailure`` with status ``ExitStatus/unavailable``
+    /// when `path` does not exist or is a directory. Creates nothing.
+    static func checkExists(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CommandFailure(
+                .unavailable, "no such database file: \(CellText.sanitized(path)) (nothing was created)")
+        }
+        if isDirectory.boolValue {
+            throw CommandFailure(.unavailable, "\(CellText.sanitized(path)) is a directory, not a database file")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw CommandFailure(.unavailable, "cannot read \(CellText.sanitized(path)): permission denied")
+        }
+    }
+}
+
+extension DatabaseFile {
+    /// Whether the file's header says WAL mode (bytes 18 and 19, the file
+    /// format versions, are 2). Reads 100 bytes; `false` when it cannot.
+    static func isInWALMode(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 100), header.count == 100 else { return false }
+        let bytes = [UInt8](header)
+        return bytes.starts(with: Array("SQLite format 3\0".utf8)) && bytes[18] == 2 && bytes[19] == 2
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import DBWatch
+
+/// The exit codes of `dbwatch`, documented in `--help` and the README.
+///
+/// ```swift
+/// throw ExitStatus.refused.exitCode   // exits with 67
+/// ```
+enum ExitStatus: Int32, CaseIterable, Sendable {
+    /// Success, or stopped with Ctrl-C.
+    case success = 0
+    /// Any other failure.
+    case failure = 1
+    /// Bad command-line arguments (argument-parser's validation exit code).
+    case usage = 64
+    /// Bad SQL or bad migrations: a syntax error, no such table or column
+    /// when the query starts, a wrong number of `--arg` values, a migration
+    /// that fails or a migration history that does not match.
+    case badSQL = 65
+    /// The database is missing, unreadable, not a database or corrupt (also
+    /// an unreadable migrations directory).
+    case unavailable = 66
+    /// The statement was refused: user SQL may only read.
+    case refused = 67
+    /// The query ran longer than `--time-limit` and was stopped.
+    case timeLimit = 68
+
+    /// The argument-parser exit code that ends the process with this status.
+    var exitCode: ExitCode { ExitCode(rawValue) }
+
+    /// The status for `error`.
+    ///
+    /// ```swift
+    /// ExitStatus(classifying: SQLiteError(code: .auth))   // .refused
+    /// ```
+    init(classifying error: any Error) {
+        switch error {
+        case let failure as CommandFailure:
+            self = failure.status
+        case let error as SQLiteError:
+            self = error.isAuthorizerRefusal ? .refused : ExitStatus(code: error.code)
+        case is DatabaseFileReplacedError:
+            self = .unavailable
+        case let error as MigrationError:
+            switch error {
+            case .unreadable: self = .unavailable
+            case .noSuchMigration: self = .usage
+            case .statementFailed(_, _, _, let error):
+                let status = ExitStatus(code: error.code)
+                self = status == .failure ? .badSQL : status
+            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation:
+                self = .badSQL
+            }
+        default:
+            self = .failure
+        }
+    }
+
+    /// The status for a SQLite result code.
+    init(code: ResultCode) {
+        switch code.primary {
+        case .auth: self = .refused
+        case .interrupt: self = .timeLimit
+        case .cannotOpen, .notADatabase, .corrupt, .perm, .ioError, .readOnly, .full, .notFound:
+            self = .unavailable
+        case .error, .misuse, .range, .schema, .mismatch, .tooBig:
+            self = .badSQL
+        default: self = .failure
+        }
+    }
+
+    /// One line of `--help` per code.
+    static let helpText = """
+        Exit codes:
+          0   success, or stopped with Ctrl-C
+          64  bad command-line arguments
+          65  bad SQL (syntax error, no such table, wrong --arg count) or migrations
+          66  the database is missing, unreadable, not a database or corrupt
+          67  refused statement: watched and explained SQL may only read
+          68  the query ran longer than --time-limit and was stopped
+          1   any other error
+        """
+}
+
+extension SQLiteError {
+    /// Whether the authorizer refused the statement: code `.auth`, or the
+    /// generic error SQLite gives for a denied function (`not authorized to
+    /// use function: load_extension`).
+    var isAuthorizerRefusal: Bool {
+        code.primary == .auth || (code.primary == .error && message?.hasPrefix("not authorized") == true)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// `dbwatch migrate` on the repository's own `Migrations/`, and on broken
+/// migration folders.
+@Suite("dbwatch migrate and explain, end to end")
+struct MigrateEndToEndTests {
+    let migrations = Repository.migrations.path
+    let names = [
+        "0001_create_team_and_player.sql", "0002_add_score_history.sql", "0003_create_game.sql",
+        "0004_add_player_search.sql",
+    ]
+
+    @Test func migratesTheRepositoryMigrationsStepByStep() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let status = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--status"])
+            #expect(status.exitStatus == 0, "\(status)")
+            #expect(status.stdout.contains("0 of 4 migrations applied"))
+            #expect(names.allSatisfy { status.stdout.contains("pending   \($0)") }, "\(status)")
+            let dryRun = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--dry-run", "--to", "2"])
+            #expect(dryRun.exitStatus == 0, "\(dryRun)")
+            #expect(dryRun.lines.filter { $0.hasPrefix("  0") } == ["  " + names[0], "  " + names[1]])
+            #expect(try scratch.listing().isEmpty, "--status and --dry-run create nothing")
+
+            let first = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--to", "2"])
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(first.lines.filter { $0.contains(" … applied (") }.count == 2, "\(first)")
+            #expect(first.stdout.contains("is at 0002_add_score_history.sql (2 of 4 applied, 2 pending)"))
+
+            let rest = try await DBWatchRun.run(["migrate", path, "--dir", migrations])
+            #expect(rest.exitStatus == 0, "\(rest)")
+            #expect(rest.lines.first == "Applying 2 migrations from \(migrations) to \(path):")
+            #expect(
+                rest.lines.dropFirst().prefix(2).map { $0.components(separatedBy: " … ").first } == [
+                    "  " + names[2], "  " + names[3],
+                ])
+            #expect(rest.lines.last == "Applied 2 migrations; \(path) is at \(names[3]) (4 of 4 applied, up to date).")
+
+            let again = try await DBWatchRun.run(["migrate", path, "--dir", migrations])
+            #expect(again.exitStatus == 0, "\(again)")
+            #expect(again.stdout.hasPrefix("Nothing to apply"))
+            let done = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--status"])
+            #expect(done.stdout.contains("4 of 4 migrations applied"))
+            #expect(names.allSatisfy { done.stdout.contains("applied   \($0)") }, "\(done)")
+
+            // The schema is there: explain a query on it.
+            let explain = try await DBWatchRun.run([
+                "explain", path, "SELECT name, score FROM player WHERE score > ? ORDER BY score DESC", "--arg", "10",
+            ])
+            #expect(explain.exitStatus == 0, "\(explain)")
+            #expect(explain.stdout.contains("Observes main.player: columns name, score."), "\(explain)")
+            #expect(
+                explain.stdout.contains("inserts or deletes rows of main.player, or updates its columns name, score"))
+            #expect(
+                explain.stdout.contains("Query plan:\n  └─ SEARCH player USING INDEX player_on_score"), "\(explain)")
+            let count = try await DBWatchRun.run(["explain", path, "SELECT count(*) FROM player", "--no-plan"])
+            #expect(count.stdout.contains("Observes main.player: which rows exist (inserts and deletes), no column."))
+            #expect(!count.stdout.contains("Query plan"))
+        }
+    }
+
+    @Test func aFailingMigrationIsRolledBackAndReported() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: migrations + "/" + names[0], toPath: folder + "/" + names[0])
+            try Data("CREATE TABLE trophy (id INTEGER PRIMARY KEY);\nINSERT INTO nope VALUES (1);\n".utf8)
+                .write(to: URL(fileURLWithPath: folder + "/0002_add_trophy.sql"))
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(snapshot.exitStatus == 65, "\(snapshot)")
+            #expect(snapshot.stdout.contains("0002_add_trophy.sql … failed, rolled back"))
+            #expect(snapshot.stdout.contains("Applied 1 of 2 before the failure"))
+            #expect(snapshot.stderr.contains("migration 0002_add_trophy.sql failed at line 2"), "\(snapshot)")
+            #expect(snapshot.stderr.contains("no such table: nope"))
+
+            // Editing an applied migration stops everything.
+            let handle = try #require(FileHandle(forWritingAtPath: folder + "/" + names[0]))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("-- edited\n".utf8))
+            try handle.close()
+            let status = try await DBWatchRun.run(["migrate", path, "--dir", folder, "--status"])
+            #expect(status.exitStatus == 65, "\(status)")
+            #expect(status.stdout.contains("CHANGED   \(names[0])"))
+        }
+    }
+
+    @Test func badDirectoriesAndTargets() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let missing = try await DBWatchRun.run(["migrate", path, "--dir", scratch.file("nowhere")])
+            #expect(missing.exitStatus == 66, "\(missing)")
+            #expect(missing.stderr.contains("no such directory"))
+            let target = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--to", "99"])
+            #expect(target.exitStatus == 64, "\(target)")
+            #expect(target.stderr.contains("there is no migration 0099"))
+            let folder = scratch.file("gap")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: migrations + "/" + names[0], toPath: folder + "/" + names[0])
+            try FileManager.default.copyItem(atPath: migrations + "/" + names[2], toPath: folder + "/" + names[2])
+            let gap = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(gap.exitStatus == 65, "\(gap)")
+            #expect(gap.stderr.contains("migration 0002 is missing"))
+        }
+    }
+}

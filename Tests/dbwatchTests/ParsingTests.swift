@@ -1,0 +1,118 @@
+import ArgumentParser
+import DBWatch
+import Testing
+
+@testable import dbwatch
+
+@Suite("Parsing the command line")
+struct ParsingTests {
+    @Test func watchTakesTheDatabaseAndSeveralSQL() throws {
+        let command = try DBWatchCommand.parseAsRoot([
+            "watch", "db.sqlite", "SELECT 1", "SELECT 2", "--arg", "42", "--arg", "'42'", "--format", "ndjson",
+            "--changes", "--count", "3", "--interval", "0.5", "--time-limit", "2", "--color", "never",
+        ])
+        let watch = try #require(command as? WatchCommand)
+        #expect(watch.database == "db.sqlite")
+        #expect(watch.sql == ["SELECT 1", "SELECT 2"])
+        #expect(watch.arguments.map(\.value) == [.integer(42), .text("42")])
+        #expect(watch.format == .ndjson)
+        #expect(watch.changes)
+        #expect(watch.count == 3)
+        #expect(watch.interval == 0.5)
+        #expect(watch.timeLimit == 2)
+        #expect(watch.color == .never)
+        #expect(!watch.once)
+    }
+
+    @Test func watchDefaults() throws {
+        let watch = try #require(try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "SELECT 1"]) as? WatchCommand)
+        #expect(watch.format == nil)
+        #expect(watch.interval == 1)
+        #expect(watch.timeLimit == 5)
+        #expect(watch.count == nil)
+        #expect(watch.arguments.isEmpty)
+    }
+
+    @Test(arguments: [
+        ["watch", "db.sqlite"],
+        ["watch", "db.sqlite", "  "],
+        ["watch", "db.sqlite", "SELECT 1", "--count", "0"],
+        ["watch", "db.sqlite", "SELECT 1", "--once", "--count", "2"],
+        ["watch", "db.sqlite", "SELECT 1", "--interval", "0"],
+        ["watch", "db.sqlite", "SELECT 1", "--interval", "-1"],
+        ["watch", "db.sqlite", "SELECT 1", "--time-limit", "0"],
+        ["watch", "db.sqlite", "SELECT 1", "SELECT 2", "--format", "csv"],
+        ["watch", "db.sqlite", "SELECT 1", "--format", "xml"],
+        ["watch", "db.sqlite", "SELECT 1", "--color", "sometimes"],
+        ["migrate", "db.sqlite", "--to", "0"],
+        ["migrate", "db.sqlite", "--dry-run", "--status"],
+        ["migrate", "db.sqlite", "--status", "--to", "2"],
+        ["explain", "db.sqlite", ""],
+        ["demo", "--rate", "0"],
+        ["demo", "--duration", "-3"],
+        ["demo", "--db", ":memory:"],
+        ["frobnicate"],
+    ])
+    func badArgumentsAreRejected(arguments: [String]) {
+        #expect(throws: (any Error).self, "\(arguments)") { try DBWatchCommand.parseAsRoot(arguments) }
+        let exitCode = DBWatchCommand.exitCode(for: DBWatchCommand.parseError(arguments))
+        #expect(exitCode.rawValue == 64, "\(arguments)")
+    }
+
+    @Test func migrateOptions() throws {
+        let command = try DBWatchCommand.parseAsRoot(["migrate", "db.sqlite", "--dir", "M", "--to", "2", "--dry-run"])
+        let migrate = try #require(command as? MigrateCommand)
+        #expect(migrate.dir == "M")
+        #expect(migrate.to == 2)
+        #expect(migrate.dryRun)
+        #expect(!migrate.status)
+        let defaults = try #require(try DBWatchCommand.parseAsRoot(["migrate", "db.sqlite"]) as? MigrateCommand)
+        #expect(defaults.dir == "Migrations")
+    }
+
+    @Test func explainAndDemoOptions() throws {
+        let explain = try #require(
+            try DBWatchCommand.parseAsRoot(["explain", "db.sqlite", "SELECT ?", "--arg", "x", "--no-plan"])
+                as? ExplainCommand)
+        #expect(explain.sql == "SELECT ?")
+        #expect(explain.arguments.map(\.value) == [.text("x")])
+        #expect(!explain.plan)
+        let demo = try #require(
+            try DBWatchCommand.parseAsRoot(["demo", "--db", "/tmp/d.sqlite", "--seed", "7", "--duration", "3"])
+                as? DemoCommand)
+        #expect(demo.db == "/tmp/d.sqlite")
+        #expect(demo.seed == 7)
+        #expect(demo.duration == 3)
+        #expect(demo.rate == 4)
+    }
+
+    @Test(arguments: [
+        ("42", DatabaseValue.integer(42)), ("-7", .integer(-7)), ("9223372036854775807", .integer(.max)),
+        ("1.5", .real(1.5)), ("-2e3", .real(-2000)), (".5", .real(0.5)), ("'42'", .text("42")), ("''", .text("")),
+        ("NULL", .null), ("null", .null), ("'NULL'", .text("NULL")), ("inf", .text("inf")), ("nan", .text("nan")),
+        ("0x10", .text("0x10")), ("1e", .text("1e")), ("Arthur", .text("Arthur")), ("1.2.3", .text("1.2.3")),
+        ("", .text("")), ("'", .text("'")), ("99999999999999999999", .real(1e20)),
+    ])
+    func argumentValues(text: String, expected: DatabaseValue) throws {
+        let argument = try #require(SQLArgument(argument: text))
+        #expect(argument.value == expected, "\(text)")
+    }
+
+    @Test func helpDocumentsTheExitCodes() {
+        let help = DBWatchCommand.helpMessage(for: WatchCommand.self)
+        for code in ["64", "65", "66", "67", "68"] { #expect(help.contains("  \(code)  "), "\(code)") }
+        #expect(DBWatchCommand.helpMessage().contains("Exit codes:"))
+    }
+}
+
+extension DBWatchCommand {
+    /// The error parsing `arguments` throws.
+    fileprivate static func parseError(_ arguments: [String]) -> any Error {
+        do {
+            _ = try parseAsRoot(arguments)
+            return CommandFailure(.success, "parsed")
+        } catch {
+            return error
+        }
+    }
+}

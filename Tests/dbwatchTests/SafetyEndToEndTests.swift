@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+
+/// User SQL is untrusted: `watch` and `explain` refuse everything but reads,
+/// stop runaway queries, and create or change no file, whatever the SQL or
+/// the path.
+@Suite("Untrusted SQL and bad databases, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+struct SafetyEndToEndTests {
+    /// A database in rollback-journal mode (no -wal or -shm files appear
+    /// when it is read).
+    func makeDatabase(in scratch: Scratch) throws -> String {
+        let path = scratch.file("db.sqlite")
+        try Shell.sqlite(
+            """
+            CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT, score INTEGER);
+            INSERT INTO player (name, score) VALUES ('Arthur', 100);
+            """, on: path)
+        return path
+    }
+
+    /// The folder's files with their bytes and modification times.
+    func fingerprint(_ scratch: Scratch) throws -> [String: String] {
+        var result: [String: String] = [:]
+        for name in try scratch.listing() {
+            let path = scratch.file(name)
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let data = FileManager.default.contents(atPath: path) ?? Data()
+            result[name] = "\(data.base64EncodedString()) \(String(describing: attributes[.modificationDate]))"
+        }
+        return result
+    }
+
+    /// Each statement the issue lists, `{dir}` standing for the scratch
+    /// folder, and words its refusal must name.
+    static let refusedStatements: [(sql: String, words: String)] = [
+        ("ATTACH 'file:{dir}/attached.sqlite?mode=rwc' AS x", "ATTACH"),
+        ("VACUUM INTO '{dir}/copy.sqlite'", "VACUUM"),
+        ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer"),
+        ("SELECT load_extension('{dir}/extension.so')", "load_extension"),
+        ("INSERT INTO player (name, score) VALUES ('Mallory', 1)", "writing to player"),
+        ("UPDATE player SET score = 0", "writing to player"),
+        ("DELETE FROM player", "writing to player"),
+        ("REPLACE INTO player (id, name, score) VALUES (1, 'Mallory', 0)", "writing to player"),
+        ("PRAGMA user_version = 7", "PRAGMA user_version"),
+        ("PRAGMA journal_mode = WAL", "PRAGMA journal_mode"),
+        ("PRAGMA writable_schema = ON", "PRAGMA writable_schema"),
+        ("BEGIN IMMEDIATE", "transaction control"),
+        ("CREATE TABLE t (a)", "refused"),
+        ("DROP TABLE player", "refused"),
+        ("WITH x AS (SELECT 1) DELETE FROM player", "writing to player"),
+    ]
+
+    @Test(arguments: refusedStatements.indices)
+    func refusedStatementsChangeNothing(index: Int) async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let (template, words) = SafetyEndToEndTests.refusedStatements[index]
+            let sql = template.replacingOccurrences(of: "{dir}", with: scratch.path)
+            let before = try fingerprint(scratch)
+            for arguments in [["watch", path, sql, "--once"], ["explain", path, sql]] {
+                let snapshot = try await DBWatchRun.run(arguments, directory: scratch.path)
+                #expect(snapshot.exitStatus == 67, "\(arguments): \(snapshot)")
+                #expect(snapshot.stderr.hasPrefix("dbwatch: refused: "), "\(snapshot)")
+                #expect(snapshot.stderr.contains(words), "\(snapshot)")
+                #expect(snapshot.stdout.isEmpty)
+            }
+            #expect(try fingerprint(scratch) == before, "a file appeared or changed")
+        }
+    }
+
+    @Test func aRunawayQueryIsStopped() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let snapshot = try await DBWatchRun.run([
+                "watch", path, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+                "--once", "--time-limit", "0.5",
+            ])
+            #expect(clock.now - start < .seconds(15))
+            #expect(snapshot.exitStatus == 68, "\(snapshot)")
+            #expect(
+                snapshot.stderr.contains("ran longer than the time limit (0.5 seconds) and was stopped"), "\(snapshot)")
+        }
+    }
+
+    @Test func aFileURIIsAPlainPathAndCreatesNothing() async throws {
+        try await withScratch { scratch in
+            let target = scratch.file("target.sqlite")
+            for command in ["watch", "explain"] {
+                var arguments = [command, "file:\(target)?mode=rwc", "SELECT 1"]
+                if command == "watch" { arguments.append("--once") }
+                let snapshot = try await DBWatchRun.run(arguments, directory: scratch.path)
+                #expect(snapshot.exitStatus == 66, "\(snapshot)")
+                #expect(snapshot.stderr.contains("no such database file: file:\(target)?mode=rwc"), "\(snapshot)")
+            }
+            #expect(try scratch.listing().isEmpty, "neither target.sqlite nor a file: folder may appear")
+        }
+    }
+
+    @Test func aMissingDatabaseIsAnErrorThatCreatesNothing() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("missing.sqlite")
+            let watch = try await DBWatchRun.run(["watch", path, "SELECT 1", "--once"])
+            #expect(watch.exitStatus == 66, "\(watch)")
+            #expect(watch.stderr == "dbwatch: no such database file: \(path) (nothing was created)\n")
+            let explain = try await DBWatchRun.run(["explain", path, "SELECT 1"])
+            #expect(explain.exitStatus == 66, "\(explain)")
+            let directory = try await DBWatchRun.run(["watch", scratch.path, "SELECT 1", "--once"])
+            #expect(directory.exitStatus == 66, "\(directory)")
+            #expect(directory.stderr.contains("is a directory"))
+            #expect(try scratch.listing().isEmpty)
+        }
+    }
+
+    @Test func randomBytesAndTextAreNotADatabase() async throws {
+        try await withScratch { scratch in
+            var generator = SystemRandomNumberGenerator()
+            let random = Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            _ = FileManager.default.createFile(atPath: scratch.file("random.sqlite"), contents: random)
+            _ = FileManager.default.createFile(
+                atPath: scratch.file("notes.txt"), contents: Data("Not a database, just words.\n".utf8))
+            let before = try fingerprint(scratch)
+            for name in ["random.sqlite", "notes.txt"] {
+                for arguments in [
+                    ["watch", scratch.file(name), "SELECT 1", "--once"], ["explain", scratch.file(name), "SELECT 1"],
+                ] {
+                    let snapshot = try await DBWatchRun.run(arguments)
+                    #expect(snapshot.exitStatus == 66, "\(snapshot)")
+                    #expect(snapshot.stderr.contains("file is not a database"), "\(snapshot)")
+                }
+            }
+            #expect(try fingerprint(scratch) == before)
+        }
+    }
+
+    @Test func corruptPagesAreAClearError() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("corrupt.sqlite")
+            try Shell.sqlite(
+                """
+                CREATE TABLE t (a, b);
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000)
+                INSERT INTO t SELECT x, hex(randomblob(50)) FROM c;
+                """, on: path)
+            let handle = try #require(FileHandle(forUpdatingAtPath: path))
+            try handle.seek(toOffset: 8192)
+            var generator = SystemRandomNumberGenerator()
+            try handle.write(
+                contentsOf: Data((0..<(16 * 4096)).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+            try handle.close()
+            let snapshot = try await DBWatchRun.run(["watch", path, "SELECT count(*), max(b) FROM t", "--once"])
+            #expect(snapshot.exitStatus == 66, "\(snapshot)")
+            #expect(snapshot.stderr.contains("malformed"), "\(snapshot)")
+        }
+    }
+
+    @Test func badSQLShowsSQLitesMessageAndPosition() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let syntax = try await DBWatchRun.run(["watch", path, "SELECT * FORM player", "--once"])
+            #expect(syntax.exitStatus == 65, "\(syntax)")
+            #expect(
+                syntax.stderr == """
+                    dbwatch: near "FORM": syntax error (SQLite error 1: SQL logic error)
+                        SELECT * FORM player
+                                 ^
+
+                    """)
+            let table = try await DBWatchRun.run(["explain", path, "SELECT * FROM nope"])
+            #expect(table.exitStatus == 65, "\(table)")
+            #expect(table.stderr.contains("no such table: nope"))
+            let arguments = try await DBWatchRun.run(["watch", path, "SELECT * FROM player WHERE id = ?", "--once"])
+            #expect(arguments.exitStatus == 65, "\(arguments)")
+            #expect(arguments.stderr.contains("wrong number of arguments"))
+            let two = try await DBWatchRun.run(["watch", path, "SELECT 1; SELECT 2", "--once"])
+            #expect(two.exitStatus == 65, "\(two)")
+            #expect(two.stderr.contains("one statement"))
+            let usage = try await DBWatchRun.run(["watch", path, "SELECT 1", "--count", "0"])
+            #expect(usage.exitStatus == 64, "\(usage)")
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Starts child processes with `posix_spawn`, their standard output and
+/// error on pipes that no other child inherits.
+///
+/// Tests run in parallel: a pipe created while another thread spawns a
+/// child would leak into that child and keep its reader from seeing the
+/// end. The pipes are made close-on-exec and spawned under one lock.
+enum Spawner {
+    /// A plain lock: no Swift state is held across `posix_spawn`, whose
+    /// vfork-style child the thread sanitizer cannot follow.
+    private static let lock = NSLock()
+
+    /// Spawns `command` (`command[0]` is the program's path) with standard
+    /// input from `/dev/null`. Returns the pid and the read ends of the
+    /// output and error pipes; the caller reads them and reaps the child.
+    static func spawn(_ command: [String], environment: [String: String]) throws -> (
+        pid: pid_t, output: Int32, error: Int32
+    ) {
+        lock.lock()
+        defer { lock.unlock() }
+        var output: [Int32] = [0, 0]
+        var error: [Int32] = [0, 0]
+        guard pipe(&output) == 0 else { throw Shell.ShellError(message: "pipe failed: errno \(errno)") }
+        guard pipe(&error) == 0 else {
+            closeAll(output)
+            throw Shell.ShellError(message: "pipe failed: errno \(errno)")
+        }
+        for descriptor in output + error { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        // Children start like from a shell: no blocked signal (a Dispatch
+        // worker thread blocks most of them, and a child inherits the mask)
+        // and the default action for the ones the tests send.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, envp)
+        close(output[1])
+        close(error[1])
+        guard spawned == 0 else {
+            close(output[0])
+            close(error[0])
+            throw Shell.ShellError(message: "cannot start \(command[0]): error \(spawned)")
+        }
+        return (pid, output[0], error[0])
+    }
+
+    private static func closeAll(_ descriptors: [Int32]) {
+        for descriptor in descriptors { close(descriptor) }
+    }
+
+    /// Waits for `pid` to end and returns its exit code, or 128 + the signal
+    /// that ended it. Blocks the calling thread.
+    static func waitForExit(of pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return -1 }
+        }
+        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
