@@ -174,6 +174,28 @@ struct ExternalChangeTests {
         }
     }
 
+    @Test func rollbackJournalDatabasesAreWatched() async throws {
+        // In rollback-journal mode every reader (a check, a refetch) takes a
+        // brief shared lock that a committing writer must wait for: writers
+        // use a busy timeout, as SQLite requires with any reader. The watcher
+        // never checks while another connection's journal exists.
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            var configuration = Configuration()
+            configuration.externalChangeDetection = ExternalChangeDetection()
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { queue.close() }
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
+            let (values, task) = record(queue.observe(IntRequest("SELECT count(*) FROM t")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            for _ in 0..<30 {
+                try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path, busyTimeout: 5000)
+            }
+            try await values.wait { $0.last?.value == 30 }
+        }
+    }
+
     @Test func detectionIsOffByDefault() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))

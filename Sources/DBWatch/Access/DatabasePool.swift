@@ -45,7 +45,7 @@ public final class DatabasePool: DatabaseWriter {
             try writer.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         externalChangeMonitor = try ExternalChangeMonitor.make(
-            path: path, configuration: configuration, center: center, writerQueue: writerJobs)
+            path: path, configuration: configuration, center: center, writerQueue: writerJobs, writer: writer)
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
             throw SQLiteError.databaseClosed
         }

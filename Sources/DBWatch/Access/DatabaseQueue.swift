@@ -37,7 +37,7 @@ public final class DatabaseQueue: DatabaseWriter {
         database.changeCollector = ChangeCollector(center: center)
         observationHost = ObservationHost(center: center, fetchQueue: jobs)
         externalChangeMonitor = try ExternalChangeMonitor.make(
-            path: path, configuration: configuration, center: center, writerQueue: jobs)
+            path: path, configuration: configuration, center: center, writerQueue: jobs, writer: database)
         ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {
             // The connection was opened above; reopening happens only after close, which refuses jobs.
             throw SQLiteError.databaseClosed

@@ -183,6 +183,7 @@ public final class Database {
         var tail: UnsafePointer<CChar>?
         footprintUnderConstruction = StatementFootprint()
         authorizerIsDroppingTable = false
+        lastRefusal = nil
         let code = sqlite3_prepare_v3(
             handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
         var footprint = footprintUnderConstruction!
@@ -191,7 +192,9 @@ public final class Database {
         authorizerIsDroppingTable = false
         guard code == SQLITE_OK else {
             let text = sql ?? String(cString: cSQL)
-            if code == SQLITE_AUTH, let refusal = lastRefusal {
+            // A refused function comes back as SQLITE_ERROR ("not authorized
+            // to use function"), other refusals as SQLITE_AUTH.
+            if untrustedPolicy != nil, let refusal = lastRefusal {
                 lastRefusal = nil
                 throw SQLiteError(
                     code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: text)

@@ -44,10 +44,11 @@ final class ExternalChangeMonitor: Sendable {
     private let state = Locked(State())
     private let logger: Logger
 
-    /// Starts watching `path`; the first check records the baseline.
+    /// Starts watching `path` from `dataVersion`, the writer connection's
+    /// `PRAGMA data_version` read before any observation could fetch.
     init(
         path: String, detection: ExternalChangeDetection, center: ObservationCenter, writerQueue: JobQueue,
-        logger: Logger
+        dataVersion: Int64?, logger: Logger
     ) throws {
         self.path = path
         self.center = center
@@ -57,9 +58,15 @@ final class ExternalChangeMonitor: Sendable {
         var watcher: FileWatcher?
         if detection.usesFileNotifications {
             let (directory, name) = Self.split(path)
-            watcher = try FileWatcher(directory: directory, names: [name, name + "-wal", name + "-journal"]) {
-                [weak self] in self?.requestCheck()
-            }
+            // A rollback journal appears when another connection starts
+            // writing and goes away when it commits. A check while it exists
+            // would take a read lock inside that transaction and could make a
+            // writer without a busy timeout fail, so only its removal counts.
+            let names = [
+                name: FileWatcher.anyChange, name + "-wal": FileWatcher.anyChange,
+                name + "-journal": FileWatcher.removal,
+            ]
+            watcher = try FileWatcher(directory: directory, names: names) { [weak self] in self?.requestCheck() }
         }
         let interval = detection.pollInterval
         let sleep = detection.sleep
@@ -71,11 +78,11 @@ final class ExternalChangeMonitor: Sendable {
             }
         }
         state.withLock { state in
+            state.dataVersion = dataVersion
             state.fileIdentity = identity
             state.watcher = watcher
             state.pollTask = pollTask
         }
-        requestCheck()
     }
 
     deinit {
@@ -173,9 +180,10 @@ private final class CheckJob: ConnectionJob {
 extension ExternalChangeMonitor {
     /// The monitor a configuration asks for: none for in-memory databases
     /// or when detection is off.
-    static func make(path: String, configuration: Configuration, center: ObservationCenter, writerQueue: JobQueue)
-        throws -> ExternalChangeMonitor?
-    {
+    static func make(
+        path: String, configuration: Configuration, center: ObservationCenter, writerQueue: JobQueue,
+        writer: Database
+    ) throws -> ExternalChangeMonitor? {
         guard let detection = configuration.externalChangeDetection, path != ":memory:", !path.isEmpty else {
             return nil
         }
@@ -185,6 +193,6 @@ extension ExternalChangeMonitor {
         }
         return try ExternalChangeMonitor(
             path: absolute, detection: detection, center: center, writerQueue: writerQueue,
-            logger: configuration.logger)
+            dataVersion: try writer.fetchOne(Int64.self, sql: "PRAGMA data_version"), logger: configuration.logger)
     }
 }

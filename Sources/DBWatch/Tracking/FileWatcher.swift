@@ -14,12 +14,12 @@ final class FileWatcher: Sendable {
     private let stopped = Locked(false)
     private let exited = DispatchSemaphore(value: 0)
 
-    /// Starts watching `directory` for writes, creations, deletions and
-    /// renames of the files named `names`, calling `onChange` on the
-    /// watcher's thread.
+    /// Starts watching `directory` for the events of `names` (file name to
+    /// inotify mask: writes, creations, deletions, renames), calling
+    /// `onChange` on the watcher's thread.
     ///
     /// - Throws: `SQLiteError` (`.cannotOpen`) when inotify is unavailable.
-    init(directory: String, names: Set<String>, onChange: @escaping @Sendable () -> Void) throws {
+    init(directory: String, names: [String: UInt32], onChange: @escaping @Sendable () -> Void) throws {
         let inotify = inotify_init1(Int32(IN_CLOEXEC))
         guard inotify >= 0 else {
             throw SQLiteError(code: .cannotOpen, message: "inotify_init1 failed: errno \(errno)")
@@ -68,7 +68,12 @@ final class FileWatcher: Sendable {
     /// How long after the last event the settling check runs.
     static let settleMilliseconds: Int32 = 3
 
-    private static func run(inotify: Int32, stop: Int32, names: Set<String>, onChange: @Sendable () -> Void) {
+    /// Every change to a file.
+    static let anyChange = UInt32(IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE)
+    /// The file going away.
+    static let removal = UInt32(IN_DELETE | IN_MOVED_FROM)
+
+    private static func run(inotify: Int32, stop: Int32, names: [String: UInt32], onChange: @Sendable () -> Void) {
         var descriptors = [
             pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
@@ -107,7 +112,7 @@ final class FileWatcher: Sendable {
                 } else if nameLength > 0 {
                     let namePointer = (buffer + offset + MemoryLayout<inotify_event>.size)
                         .assumingMemoryBound(to: CChar.self)
-                    if names.contains(String(cString: namePointer)) { relevant = true }
+                    if let mask = names[String(cString: namePointer)], event.mask & mask != 0 { relevant = true }
                 }
                 offset += MemoryLayout<inotify_event>.size + nameLength
             }

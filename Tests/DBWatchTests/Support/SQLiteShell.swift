@@ -5,13 +5,15 @@ enum SQLiteShell {
     static let path = "/usr/bin/sqlite3"
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: path) }
 
-    /// Runs `sql` in a new `sqlite3` process and returns its output.
+    /// Runs `sql` in a new `sqlite3` process and returns its output;
+    /// `busyTimeout` (milliseconds) makes it wait for locks like any writer
+    /// sharing a rollback-journal database with readers must.
     @discardableResult
-    static func run(_ sql: String, on database: String) async throws -> String {
+    static func run(_ sql: String, on database: String, busyTimeout: Int? = nil) async throws -> String {
         try await withTimeout {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["-bail", database, sql]
+            process.arguments = ["-bail"] + (busyTimeout.map { ["-cmd", ".timeout \($0)"] } ?? []) + [database, sql]
             let output = Pipe()
             process.standardOutput = output
             process.standardError = output
