@@ -257,12 +257,8 @@ struct ChangeTrackingTrapTests {
 }
 
 extension DatabaseWriter {
-    /// Runs a script outside an explicit transaction, on either kind of database.
+    /// Runs a script outside an explicit transaction.
     func writeWithoutTransaction(_ sql: String) async throws {
-        if let queue = self as? DatabaseQueue {
-            try await queue.writeWithoutTransaction { db in try db.execute(sql: sql) }
-        } else if let pool = self as? DatabasePool {
-            try await pool.writeWithoutTransaction { db in try db.execute(sql: sql) }
-        }
+        try await writeWithoutTransaction { db in try db.execute(sql: sql) }
     }
 }

@@ -5,25 +5,41 @@ import Testing
 /// Commits by another process (the stock `sqlite3` shell) reach observations.
 @Suite("External changes", .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"))
 struct ExternalChangeTests {
-    static func makePool(_ path: String, detection: ExternalChangeDetection = ExternalChangeDetection()) throws
-        -> DatabasePool
-    {
-        var configuration = Configuration()
-        configuration.externalChangeDetection = detection
-        return try DatabasePool(path: path, configuration: configuration)
+    /// A file database with external change detection, its path, and what an
+    /// observation of `request` delivered (its first value already in).
+    struct Watched<Request: Queryable> {
+        let database: any DatabaseWriter
+        let path: String
+        let values: ValueRecorder<Result<Request.Value, any Error>>
+    }
+
+    /// Opens a pool (or what `open` makes) on a fresh file with detection
+    /// on, runs `schema`, observes `request`, runs `body`, and cleans up.
+    static func watching<Request: Queryable>(
+        _ request: Request, schema: String,
+        open: (String) throws -> any DatabaseWriter = { path in
+            var configuration = Configuration()
+            configuration.externalChangeDetection = ExternalChangeDetection()
+            return try DatabasePool(path: path, configuration: configuration)
+        },
+        _ body: (Watched<Request>) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let database = try open(path)
+            defer { database.close() }
+            try await database.writeWithoutTransaction(schema)
+            let (values, task) = record(database.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            try await body(Watched(database: database, path: path, values: values))
+        }
     }
 
     @Test func insertsUpdatesDeletesAndRollback() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let pool = try Self.makePool(path)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v)") }
-            let request = SQLRequest("SELECT id, v FROM t ORDER BY id")
-            let (values, task) = record(pool.observe(request))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
-
+        let request = SQLRequest("SELECT id, v FROM t ORDER BY id")
+        try await Self.watching(request, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v)") { watched in
+            let (path, values) = (watched.path, watched.values)
             try await SQLiteShell.run("INSERT INTO t VALUES (1, 'a'), (2, 'b')", on: path)
             try await values.wait { $0.last?.value?.count == 2 }
             try await SQLiteShell.run("UPDATE t SET v = 'z' WHERE id = 1", on: path)
@@ -32,29 +48,24 @@ struct ExternalChangeTests {
             try await values.wait { $0.last?.value?.count == 1 }
 
             // A rolled-back external transaction produces no value.
-            let delivered = pool.statistics(for: request)!.valuesDelivered
+            let delivered = watched.database.statistics(for: request)!.valuesDelivered
             try await SQLiteShell.run("BEGIN; INSERT INTO t VALUES (3, 'rolled back'); ROLLBACK;", on: path)
             try await SQLiteShell.run("INSERT INTO t VALUES (4, 'sentinel')", on: path)
             try await values.wait { $0.last?.value?.last?[0] == .integer(4) }
-            #expect(pool.statistics(for: request)!.valuesDelivered == delivered + 1)
+            #expect(watched.database.statistics(for: request)!.valuesDelivered == delivered + 1)
             #expect(!values.values.contains { $0.value?.contains { $0[0] == .integer(3) } == true })
         }
     }
 
     @Test func ownWritesAreNotCountedTwice() async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try Self.makePool(directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE TABLE other (b)") }
-            let request = IntRequest("SELECT count(*) FROM t")
-            let (values, task) = record(pool.observe(request))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
+        let request = IntRequest("SELECT count(*) FROM t")
+        try await Self.watching(request, schema: "CREATE TABLE t (a); CREATE TABLE other (b)") { watched in
+            let pool = watched.database as! DatabasePool
             for _ in 0..<10 {
                 try await pool.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
             }
             try await pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
-            try await values.wait { $0.last?.value == 1 }
+            try await watched.values.wait { $0.last?.value == 1 }
             // Flush the monitor: one more check after all writes, through the writer queue.
             pool.externalChangeMonitor!.requestCheck()
             _ = try await pool.writeWithoutTransaction { _ in 0 }
@@ -64,14 +75,9 @@ struct ExternalChangeTests {
     }
 
     @Test func checkpointsAndSameSizeWAL() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let pool = try Self.makePool(path)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES (0)") }
-            let (values, task) = record(pool.observe(IntRequest("SELECT v FROM t")))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
+        try await Self.watching(IntRequest("SELECT v FROM t"), schema: "CREATE TABLE t (v); INSERT INTO t VALUES (0)") {
+            watched in
+            let (path, values) = (watched.path, watched.values)
             try await SQLiteShell.run("UPDATE t SET v = 1", on: path)
             try await values.wait { $0.last?.value == 1 }
             try await SQLiteShell.run("PRAGMA wal_checkpoint(TRUNCATE)", on: path)
@@ -90,38 +96,31 @@ struct ExternalChangeTests {
     }
 
     @Test func pollFindsWhatNotificationsMiss() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let clock = TestClock()
-            let pool = try Self.makePool(
-                path,
-                detection: ExternalChangeDetection(
-                    pollInterval: .seconds(30), usesFileNotifications: false, clock: clock))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
-            let (values, task) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
-            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path)
+        let clock = TestClock()
+        let pollOnly = ExternalChangeDetection(pollInterval: .seconds(30), usesFileNotifications: false, clock: clock)
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)",
+            open: { path in
+                var configuration = Configuration()
+                configuration.externalChangeDetection = pollOnly
+                return try DatabasePool(path: path, configuration: configuration)
+            }
+        ) { watched in
+            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: watched.path)
             // Nothing wakes the check until the poll interval passes on the clock.
             try await waitUntil { clock.sleeperCount == 1 }
-            #expect(values.values.count == 1)
+            #expect(watched.values.values.count == 1)
             clock.advance(by: .seconds(30))
-            try await values.wait { $0.last?.value == 1 }
+            try await watched.values.wait { $0.last?.value == 1 }
         }
     }
 
     @Test func killedWriterNeverShowsHalfAState() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let pool = try Self.makePool(path)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES (1)") }
-            let request = IntRequest("SELECT sum(v) FROM t")
-            let (values, task) = record(pool.observe(request))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
-            let session = try SQLiteShell.Session(database: path)
+        try await Self.watching(
+            IntRequest("SELECT sum(v) FROM t"), schema: "CREATE TABLE t (v); INSERT INTO t VALUES (1)"
+        ) {
+            watched in
+            let session = try SQLiteShell.Session(database: watched.path)
             // Enough rows to spill pages into the WAL before the commit.
             try await session.send(
                 """
@@ -131,27 +130,22 @@ struct ExternalChangeTests {
                 """)
             session.kill()
             // The watcher keeps working, and never saw the uncommitted rows.
-            try await SQLiteShell.run("INSERT INTO t VALUES (2)", on: path)
-            try await values.wait { $0.last?.value == 3 }
-            #expect(values.values.compactMap(\.value).allSatisfy { $0 < 1000 })
-            let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            try await SQLiteShell.run("INSERT INTO t VALUES (2)", on: watched.path)
+            try await watched.values.wait { $0.last?.value == 3 }
+            #expect(watched.values.values.compactMap(\.value).allSatisfy { $0 < 1000 })
+            let count = try await watched.database.read { db in
+                try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
+            }
             #expect(count == 2)
         }
     }
 
     @Test func replacedFileIsReported() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let pool = try Self.makePool(path)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
-            let (values, task) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
-            let replacement = directory.file("new.sqlite")
+        try await Self.watching(IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)") { watched in
+            let replacement = watched.path + ".new"
             try await SQLiteShell.run("CREATE TABLE t (v); INSERT INTO t VALUES (1)", on: replacement)
-            #expect(rename(replacement, path) == 0)
-            try await values.wait { results in
+            #expect(rename(replacement, watched.path) == 0)
+            try await watched.values.wait { results in
                 results.contains {
                     if case .failure(let error) = $0 { return error is DatabaseFileReplacedError } else { return false }
                 }
@@ -159,16 +153,12 @@ struct ExternalChangeTests {
         }
     }
 
-    @Test func deletedFileIsReported() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            let pool = try Self.makePool(path)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
-            try await withTimeout {
-                var iterator = pool.observe(IntRequest("SELECT count(*) FROM t")).makeAsyncIterator()
+    @Test func deletedFileEndsTheThrowingForm() async throws {
+        try await Self.watching(IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)") { watched in
+            try await withTimeout { () async throws in
+                var iterator = watched.database.observe(IntRequest("SELECT count(*) FROM t")).makeAsyncIterator()
                 _ = try await iterator.next()
-                #expect(unlink(path) == 0)
+                #expect(unlink(watched.path) == 0)
                 await #expect(throws: DatabaseFileReplacedError.self) { _ = try await iterator.next() }
             }
         }
@@ -179,21 +169,29 @@ struct ExternalChangeTests {
         // brief shared lock that a committing writer must wait for: writers
         // use a busy timeout, as SQLite requires with any reader. The watcher
         // never checks while another connection's journal exists.
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            var configuration = Configuration()
-            configuration.externalChangeDetection = ExternalChangeDetection()
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { queue.close() }
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
-            let (values, task) = record(queue.observe(IntRequest("SELECT count(*) FROM t")))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)", open: Self.queueWithDetection
+        ) { watched in
             for _ in 0..<30 {
-                try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path, busyTimeout: 5000)
+                try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: watched.path, busyTimeout: 5000)
             }
-            try await values.wait { $0.last?.value == 30 }
+            try await watched.values.wait { $0.last?.value == 30 }
         }
+    }
+
+    @Test func queueOnAFileDetectsToo() async throws {
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)", open: Self.queueWithDetection
+        ) { watched in
+            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: watched.path)
+            try await watched.values.wait { $0.last?.value == 1 }
+        }
+    }
+
+    static func queueWithDetection(_ path: String) throws -> any DatabaseWriter {
+        var configuration = Configuration()
+        configuration.externalChangeDetection = ExternalChangeDetection()
+        return try DatabaseQueue(path: path, configuration: configuration)
     }
 
     @Test func detectionIsOffByDefault() async throws {
@@ -201,22 +199,6 @@ struct ExternalChangeTests {
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
             defer { pool.close() }
             #expect(pool.externalChangeMonitor == nil)
-        }
-    }
-
-    @Test func queueOnAFileDetectsToo() async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory.file("db.sqlite")
-            var configuration = Configuration()
-            configuration.externalChangeDetection = ExternalChangeDetection()
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { queue.close() }
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v)") }
-            let (values, task) = record(queue.observe(IntRequest("SELECT count(*) FROM t")))
-            defer { task.cancel() }
-            try await values.wait(forCount: 1)
-            try await SQLiteShell.run("INSERT INTO t VALUES (1)", on: path)
-            try await values.wait { $0.last?.value == 1 }
         }
     }
 }
