@@ -11,6 +11,22 @@ struct MigrateEndToEndTests {
         "0004_add_player_search.sql",
     ]
 
+    @Test func twoProcessesMigratingAtOnceApplyEachMigrationOnce() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            // Both start before either finishes: they serialize on SQLite's
+            // write lock, and each re-reads the records inside its transaction.
+            let first = try DBWatchRun.start(["migrate", path, "--dir", migrations])
+            let second = try DBWatchRun.start(["migrate", path, "--dir", migrations])
+            let results = [try await first.waitForExit(), try await second.waitForExit()]
+            for result in results { #expect(result.exitStatus == 0, "\(result)") }
+            let applied = results.map { $0.lines.filter { $0.contains(" … applied (") }.count }
+            #expect(applied.reduce(0, +) == 4, "\(results)")
+            let status = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--status"])
+            #expect(status.stdout.contains("4 of 4 migrations applied"), "\(status)")
+        }
+    }
+
     @Test func migratesTheRepositoryMigrationsStepByStep() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")

@@ -33,9 +33,9 @@ public final class DatabasePool: DatabaseWriter {
         self.path = path
         self.configuration = configuration
         let writer = try Database(path: path, configuration: configuration)
-        let center = ObservationCenter(logger: configuration.logger)
+        let center = ObservationCenter(fetchQueue: readerJobs, logger: configuration.logger)
         writer.changeCollector = ChangeCollector(center: center)
-        observationHost = ObservationHost(center: center, fetchQueue: readerJobs)
+        observationHost = ObservationHost(center: center)
         if !configuration.readOnly {
             let mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
             guard mode?.lowercased() == "wal" else {

@@ -33,9 +33,9 @@ public final class DatabaseQueue: DatabaseWriter {
         self.path = path
         self.configuration = configuration
         let database = try Database(path: path, configuration: configuration)
-        let center = ObservationCenter(logger: configuration.logger)
+        let center = ObservationCenter(fetchQueue: jobs, logger: configuration.logger)
         database.changeCollector = ChangeCollector(center: center)
-        observationHost = ObservationHost(center: center, fetchQueue: jobs)
+        observationHost = ObservationHost(center: center)
         externalChangeMonitor = try ExternalChangeMonitor.make(
             path: path, configuration: configuration, center: center, writerQueue: jobs, writer: database)
         ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {

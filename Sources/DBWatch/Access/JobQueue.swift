@@ -59,6 +59,19 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         return accepted
     }
 
+    /// Adds several jobs at once, waking at most one sleeping worker per job.
+    /// Returns `false` when the queue is closed.
+    func push(contentsOf newJobs: [any ConnectionJob]) -> Bool {
+        let (accepted, wakeCount) = locked {
+            guard !isClosed else { return (false, 0) }
+            jobs.append(contentsOf: newJobs)
+            highWaterMark = max(highWaterMark, jobs.count - head)
+            return (true, min(newJobs.count, sleepingWorkers))
+        }
+        for _ in 0..<wakeCount { pthread_cond_signal(condition) }
+        return accepted
+    }
+
     /// The next job, waiting for one; `nil` once the queue is closed and drained.
     func pop() -> (any ConnectionJob)? {
         pthread_mutex_lock(mutex)

@@ -3,8 +3,10 @@ import Synchronization
 
 /// A running observation as the center sees it.
 protocol ObservationDriving: AnyObject, Sendable {
-    /// A commit touched the observation's region: refetch (coalesced).
-    func commitDidTouchRegion()
+    /// A commit touched the observation's region: returns the fetch job to
+    /// queue now, or `nil` when one is in flight (it will fetch again) or the
+    /// rate limit delays it.
+    func commitDidTouchRegion() -> (any ConnectionJob)?
     /// The database file was replaced: deliver the error.
     func deliver(_ error: any Error)
 }
@@ -45,7 +47,11 @@ final class ObservationCenter: Sendable {
     private let observationCount = Atomic<Int>(0)
     let logger: Logger
 
-    init(logger: Logger) {
+    /// Where the fetches run: the pool's readers, or the queue's connection.
+    let fetchQueue: JobQueue
+
+    init(fetchQueue: JobQueue, logger: Logger) {
+        self.fetchQueue = fetchQueue
         self.logger = logger
     }
 
@@ -149,7 +155,12 @@ final class ObservationCenter: Sendable {
                 touched.append(state.entries[id]!.driver)
             }
         }
-        for driver in touched { driver.commitDidTouchRegion() }
+        // One push for the whole commit: one lock, and no more wake-ups than
+        // there are sleeping readers.
+        let jobs = touched.compactMap { $0.commitDidTouchRegion() }
+        if !jobs.isEmpty && !fetchQueue.push(contentsOf: jobs) {
+            for job in jobs { job.fail(with: SQLiteError.databaseClosed) }
+        }
     }
 
     /// Delivers the replacement error to every observation.

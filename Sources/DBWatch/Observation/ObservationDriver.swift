@@ -93,7 +93,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     // MARK: - Fetching
 
-    func commitDidTouchRegion() {
+    func commitDidTouchRegion() -> (any ConnectionJob)? {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
             guard !state.isStopped else { return (false, nil) }
             if state.isFetching {
@@ -109,8 +109,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.isFetching = true
             return (true, nil)
         }
-        if start { enqueueFetch() }
         if let sleepUntil, let limit = options.rateLimit { scheduleTimer(until: sleepUntil, limit: limit) }
+        return start ? FetchJob(driver: self) : nil
     }
 
     private func scheduleTimer(until offset: Duration, limit: ObservationOptions.RateLimit) {

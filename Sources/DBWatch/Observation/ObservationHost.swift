@@ -3,7 +3,7 @@
 /// queue's only connection).
 struct ObservationHost: Sendable {
     let center: ObservationCenter
-    let fetchQueue: JobQueue
+    var fetchQueue: JobQueue { center.fetchQueue }
 
     func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
         QueryObservation(request: request, options: options, center: center, fetchQueue: fetchQueue)

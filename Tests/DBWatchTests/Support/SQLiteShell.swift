@@ -10,22 +10,33 @@ enum SQLiteShell {
     /// sharing a rollback-journal database with readers must.
     @discardableResult
     static func run(_ sql: String, on database: String, busyTimeout: Int? = nil) async throws -> String {
-        try await withTimeout {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["-bail"] + (busyTimeout.map { ["-cmd", ".timeout \($0)"] } ?? []) + [database, sql]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let text = String(decoding: data, as: UTF8.self)
-            guard process.terminationStatus == 0 else {
-                throw ShellError(message: "sqlite3 exited with \(process.terminationStatus): \(text)")
+        let arguments = ["-bail"] + (busyTimeout.map { ["-cmd", ".timeout \($0)"] } ?? []) + [database, sql]
+        return try await withTimeout {
+            // The blocking reads and waits run on a thread of their own, not
+            // on the cooperative pool that the rest of the tests share.
+            try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    continuation.resume(with: Result { try runBlocking(arguments) })
+                }.start()
             }
-            return text
         }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw ShellError(message: "sqlite3 exited with \(process.terminationStatus): \(text)")
+        }
+        return text
     }
 
     struct ShellError: Error, CustomStringConvertible {
