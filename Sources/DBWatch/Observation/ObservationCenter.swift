@@ -9,6 +9,8 @@ protocol ObservationDriving: AnyObject, Sendable {
     func commitDidTouchRegion() -> (any ConnectionJob)?
     /// The database file was replaced: deliver the error.
     func deliver(_ error: any Error)
+    /// The key the driver is shared under, if any.
+    var sharingKey: SharingKey? { get }
 }
 
 /// The observations of one database: indexes them by the tables they read,
@@ -21,7 +23,6 @@ final class ObservationCenter: Sendable {
         var region: DatabaseRegion?
         var notifications = 0
         let registeredAt: UInt64
-        let sharingKey: SharingKey?
     }
 
     private struct RecentCommit {
@@ -33,7 +34,7 @@ final class ObservationCenter: Sendable {
         var commitSerial: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
         var shared: [SharingKey: ObjectIdentifier] = [:]
-        var byTable: [TableName: [ObjectIdentifier: (columns: ColumnSet, rowIDs: Set<Int64>?)]] = [:]
+        var byTable: [TableName: [ObjectIdentifier: TableRegion]] = [:]
         /// Recent commits, oldest first.
         var recent: [RecentCommit] = []
     }
@@ -75,7 +76,7 @@ final class ObservationCenter: Sendable {
             }
             let driver = make()
             let id = ObjectIdentifier(driver)
-            state.entries[id] = Entry(driver: driver, registeredAt: state.commitSerial, sharingKey: key)
+            state.entries[id] = Entry(driver: driver, registeredAt: state.commitSerial)
             if let key { state.shared[key] = id }
             observationCount.add(1, ordering: .releasing)
             return (driver, true)
@@ -87,7 +88,7 @@ final class ObservationCenter: Sendable {
         let id = ObjectIdentifier(driver)
         state.withLock { state in
             guard let entry = state.entries.removeValue(forKey: id) else { return }
-            if let key = entry.sharingKey, state.shared[key] == id { state.shared[key] = nil }
+            if let key = driver.sharingKey, state.shared[key] == id { state.shared[key] = nil }
             if let region = entry.region { Self.unindex(id, region: region, in: &state) }
             observationCount.subtract(1, ordering: .releasing)
             if state.entries.isEmpty { state.recent.removeAll() }
@@ -103,8 +104,8 @@ final class ObservationCenter: Sendable {
             guard var entry = state.entries[id] else { return false }
             if entry.region != region {
                 if let old = entry.region { Self.unindex(id, region: old, in: &state) }
-                for (table, columns) in region.tables {
-                    state.byTable[table, default: [:]][id] = (columns, region.rowIDs[table])
+                for (table, read) in region.entries {
+                    state.byTable[table, default: [:]][id] = read
                 }
                 entry.region = region
                 state.entries[id] = entry
@@ -117,7 +118,7 @@ final class ObservationCenter: Sendable {
     }
 
     private static func unindex(_ id: ObjectIdentifier, region: DatabaseRegion, in state: inout State) {
-        for table in region.tables.keys {
+        for table in region.entries.keys {
             state.byTable[table]?[id] = nil
             if state.byTable[table]?.isEmpty == true { state.byTable[table] = nil }
         }
@@ -146,7 +147,7 @@ final class ObservationCenter: Sendable {
             var ids: Set<ObjectIdentifier> = []
             for (table, change) in changes.tables {
                 guard let observers = state.byTable[table] else { continue }
-                for (id, read) in observers where change.touches(columns: read.columns, rowIDs: read.rowIDs) {
+                for (id, read) in observers where change.touches(read) {
                     ids.insert(id)
                 }
             }

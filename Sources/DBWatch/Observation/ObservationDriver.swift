@@ -5,7 +5,8 @@ import Synchronization
 /// new result to its subscribers. Identical requests share one driver.
 final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private struct State {
-        var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
+        /// Usually one: an array costs less memory than a dictionary.
+        var subscribers: [ObservationSubscription<Request.Value>] = []
         /// The last delivered result, for deduplication and late subscribers.
         var lastResult: Result<Request.Value, any Error>?
         var isFetching = false
@@ -37,6 +38,14 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         }
     }
 
+    /// The key identical requests share this driver under; `nil` for a
+    /// rate-limited observation, which runs alone.
+    var sharingKey: SharingKey? { Self.sharingKey(for: request, options: options) }
+
+    static func sharingKey(for request: Request, options: ObservationOptions) -> SharingKey? {
+        options.rateLimit == nil ? SharingKey(request) : nil
+    }
+
     // MARK: - Subscribers
 
     /// Adds a subscriber. It receives the current value at once when the
@@ -44,7 +53,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// the fetch in flight or the next one.
     func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
         let immediate = state.withLock { state -> Result<Request.Value, any Error>? in
-            state.subscribers[ObjectIdentifier(subscription)] = subscription
+            state.subscribers.append(subscription)
             if startFetch {
                 state.isFetching = true
                 return nil
@@ -58,7 +67,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// Removes a subscriber; the last one stops the driver.
     func remove(_ id: ObjectIdentifier) {
         let isLast = state.withLock { state -> Bool in
-            state.subscribers[id] = nil
+            state.subscribers.removeAll { ObjectIdentifier($0) == id }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
                 return true
@@ -86,7 +95,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let recipients = state.withLock { state -> [ObservationSubscription<Request.Value>] in
             state.lastResult = .failure(error)
             state.valuesDelivered += 1
-            return Array(state.subscribers.values)
+            return state.subscribers
         }
         for recipient in recipients { recipient.offer(.failure(error)) }
     }
@@ -151,7 +160,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.isFetching = false
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
-            for subscriber in state.subscribers.values where changed || !subscriber.hasReceived {
+            for subscriber in state.subscribers where changed || !subscriber.hasReceived {
                 recipients.append(subscriber)
             }
             if changed {

@@ -51,7 +51,7 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     func subscribe() -> Subscription {
-        let key = options.rateLimit == nil ? SharingKey(request) : nil
+        let key = ObservationDriver.sharingKey(for: request, options: options)
         let (driver, isNew) = center.driver(sharedAs: key) {
             ObservationDriver(request: request, options: options, center: center, fetchQueue: fetchQueue)
         }

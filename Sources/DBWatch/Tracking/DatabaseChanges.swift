@@ -23,10 +23,10 @@ struct TableChange: Sendable {
 
     /// Whether the change can modify what a region reads of the table.
     @inline(__always)
-    func touches(columns read: ColumnSet, rowIDs readRows: Set<Int64>?) -> Bool {
-        guard read.intersects(columns) else { return false }
-        guard let rowIDs, let readRows else { return true }
-        return !rowIDs.isDisjoint(with: readRows)
+    func touches(_ read: TableRegion) -> Bool {
+        guard read.columns.intersects(columns) else { return false }
+        guard let rowIDs, let readRows = read.rows else { return true }
+        return readRows.intersects(rowIDs)
     }
 }
 
@@ -57,7 +57,7 @@ struct DatabaseChanges: Sendable {
     func touches(_ region: DatabaseRegion) -> Bool {
         if affectsEverything { return true }
         for (table, change) in tables {
-            if let read = region.tables[table], change.touches(columns: read, rowIDs: region.rowIDs[table]) {
+            if let read = region.entries[table], change.touches(read) {
                 return true
             }
         }

@@ -75,52 +75,54 @@ public enum ColumnSet: Hashable, Sendable {
 /// print(region)   // "main.player(name, score)"
 /// ```
 public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
+    /// What is read of each table. One dictionary, with the rows inline:
+    /// every running observation keeps a region.
+    private(set) var entries: [TableName: TableRegion]
+
     /// The tables read, with the columns read in each.
-    public private(set) var tables: [TableName: ColumnSet]
+    public var tables: [TableName: ColumnSet] { entries.mapValues(\.columns) }
+
     /// For the tables read only by primary key (`WHERE id = ?`), the rowids
     /// read. A table of ``tables`` missing here is read whole.
-    public private(set) var rowIDs: [TableName: Set<Int64>]
+    public var rowIDs: [TableName: Set<Int64>] { entries.compactMapValues { $0.rows?.set } }
 
     /// The empty region: a query that reads no table (`SELECT 1`).
     public init() {
-        self.tables = [:]
-        self.rowIDs = [:]
+        self.entries = [:]
     }
 
     /// A region over whole tables: `DatabaseRegion(tables: [TableName("player")])`.
     public init(tables: some Sequence<TableName>) {
-        self.tables = Dictionary(tables.map { ($0, .all) }, uniquingKeysWith: { lhs, _ in lhs })
-        self.rowIDs = [:]
+        self.entries = Dictionary(
+            tables.map { ($0, TableRegion(columns: .all, rows: nil)) }, uniquingKeysWith: { lhs, _ in lhs })
     }
 
     /// Whether the region covers no table.
-    public var isEmpty: Bool { tables.isEmpty }
+    public var isEmpty: Bool { entries.isEmpty }
 
     /// Adds `columns` of `table` to the region, for every row, or only for
     /// the rows `rowIDs` names.
     public mutating func insert(_ table: TableName, columns: ColumnSet, rowIDs: Set<Int64>? = nil) {
-        if let existing = tables[table] {
-            tables[table] = existing.union(columns)
-            if let old = self.rowIDs[table], let rowIDs {
-                self.rowIDs[table] = old.union(rowIDs)
-            } else {
-                self.rowIDs[table] = nil
-            }
+        insert(table, TableRegion(columns: columns, rows: rowIDs.map(RowSet.init)))
+    }
+
+    mutating func insert(_ table: TableName, _ region: TableRegion) {
+        if let existing = entries[table] {
+            entries[table] = existing.union(region)
         } else {
-            tables[table] = columns
-            self.rowIDs[table] = rowIDs
+            entries[table] = region
         }
     }
 
     /// Restricts an already present `table` to the rows `rowIDs` names.
     mutating func restrict(_ table: TableName, toRowIDs rowIDs: Set<Int64>) {
-        guard tables[table] != nil else { return }
-        self.rowIDs[table] = rowIDs
+        guard entries[table] != nil else { return }
+        entries[table]!.rows = RowSet(rowIDs)
     }
 
     /// Adds every table, column and row of `other`.
     public mutating func formUnion(_ other: DatabaseRegion) {
-        for (table, columns) in other.tables { insert(table, columns: columns, rowIDs: other.rowIDs[table]) }
+        for (table, region) in other.entries { insert(table, region) }
     }
 
     /// The union of two regions.
@@ -133,18 +135,61 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
     /// `main.player(name, score), main.team(*), main.game(rows)`, sorted,
     /// with `[rowid 1, 2]` for tables read by primary key; `(empty)` for no table.
     public var description: String {
-        if tables.isEmpty { return "(empty)" }
-        return tables.keys.sorted().map { table in
+        if entries.isEmpty { return "(empty)" }
+        return entries.keys.sorted().map { table in
+            let region = entries[table]!
             var text: String
-            switch tables[table]! {
+            switch region.columns {
             case .all: text = "\(table)(*)"
             case .columns(let columns) where columns.isEmpty: text = "\(table)(rows)"
             case .columns(let columns): text = "\(table)(\(columns.sorted().joined(separator: ", ")))"
             }
-            if let rowIDs = rowIDs[table] {
-                text += "[rowid \(rowIDs.sorted().map(String.init).joined(separator: ", "))]"
+            if let rows = region.rows {
+                text += "[rowid \(rows.set.sorted().map(String.init).joined(separator: ", "))]"
             }
             return text
         }.joined(separator: ", ")
+    }
+}
+
+/// What a region reads of one table: columns, and rows when only some are.
+struct TableRegion: Hashable, Sendable {
+    var columns: ColumnSet
+    /// `nil`: every row.
+    var rows: RowSet?
+
+    func union(_ other: TableRegion) -> TableRegion {
+        let rows: RowSet? = if let lhs = self.rows, let rhs = other.rows { lhs.union(rhs) } else { nil }
+        return TableRegion(columns: columns.union(other.columns), rows: rows)
+    }
+}
+
+/// Rowids, without a `Set` allocation for the common single row.
+enum RowSet: Hashable, Sendable {
+    case one(Int64)
+    case many(Set<Int64>)
+
+    init(_ set: Set<Int64>) {
+        self = set.count == 1 ? .one(set.first!) : .many(set)
+    }
+
+    var set: Set<Int64> {
+        switch self {
+        case .one(let rowID): return [rowID]
+        case .many(let rowIDs): return rowIDs
+        }
+    }
+
+    func union(_ other: RowSet) -> RowSet {
+        RowSet(set.union(other.set))
+    }
+
+    /// Whether any of `rowIDs` is in the set.
+    @inline(__always)
+    func intersects(_ rowIDs: Set<Int64>) -> Bool {
+        switch self {
+        case .one(let rowID): return rowIDs.contains(rowID)
+        case .many(let set): return !set.isDisjoint(with: rowIDs)
+        }
     }
 }
