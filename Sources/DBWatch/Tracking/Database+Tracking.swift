@@ -4,7 +4,7 @@ extension Database {
     ///
     /// ```swift
     /// let region = try db.region(of: "SELECT name FROM player WHERE score > 10")
-    /// print(region)   // main.player(name, score)
+    /// region.description   // "main.player(name, score)"
     /// ```
     public func region(of sql: String) throws -> DatabaseRegion {
         try cachedStatement(sql: sql).footprint.reads

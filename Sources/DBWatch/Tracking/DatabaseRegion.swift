@@ -2,8 +2,8 @@
 /// name, both lowercased because SQLite names are case-insensitive.
 ///
 /// ```swift
-/// let table = TableName("Player")   // main.player
-/// print(table)                      // "main.player"
+/// let table = TableName("Player")
+/// table.description                 // "main.player"
 /// ```
 public struct TableName: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The schema: `main`, `temp`, or the name of an attached database.
@@ -72,7 +72,7 @@ public enum ColumnSet: Hashable, Sendable {
 /// let region = try await queue.read { db in
 ///     try db.region(of: "SELECT name FROM player WHERE score > 10")
 /// }
-/// print(region)   // "main.player(name, score)"
+/// region.description   // "main.player(name, score)"
 /// ```
 public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
     /// What is read of each table. One dictionary, with the rows inline:
