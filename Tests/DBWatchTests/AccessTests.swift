@@ -81,7 +81,9 @@ struct AccessTests {
                 // When SQLite stopped the statement, not when this task was
                 // scheduled again (which a loaded machine can delay).
                 let stopped = try #require(stoppedAt.withLock { $0 })
-                #expect(stopped - cancelledAt < .seconds(1))
+                // The query never ends by itself; the bound only has to tell
+                // "stopped at once" from "stopped by something else later".
+                #expect(stopped - cancelledAt < .seconds(5))
             }
             // The connection is still usable.
             let value = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 42") }
