@@ -136,6 +136,77 @@ struct ValueTests {
         }
     }
 
+    @Test func manyRowsReuseOneDecoderCorrectly() async throws {
+        struct Entry: Decodable, Equatable {
+            var id: Int
+            var name: String
+            var score: Double?
+        }
+        struct Other: Decodable, Equatable {
+            var score: Double
+        }
+        let queue = try DatabaseQueue()
+        let (entries, interleaved, viaRow) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE e (ID INTEGER PRIMARY KEY, Name TEXT, Score REAL)")
+            try db.execute(sql: "INSERT INTO e VALUES (1, '', 1.5), (2, 'two', NULL), (3, 'trois ünï', 3)")
+            // Column names differ in case from the property names.
+            let entries = try db.fetchAll(Entry.self, sql: "SELECT * FROM e ORDER BY ID")
+            // Two cursors of different types stepping in turn.
+            let first = try db.fetchCursor(Entry.self, sql: "SELECT * FROM e ORDER BY ID")
+            let second = try db.fetchCursor(Other.self, sql: "SELECT 10.5 AS score UNION ALL SELECT 20")
+            var interleaved: [String] = []
+            while true {
+                let entry = try first.next()
+                let other = try second.next()
+                if entry == nil && other == nil { break }
+                interleaved.append("\(entry?.name ?? "-")/\(other?.score ?? -1)")
+            }
+            let row = try db.fetchOne(sql: "SELECT 4 AS id, 'four' AS name, NULL AS score")
+            return (entries, interleaved, try row?.decode(Entry.self))
+        }
+        #expect(
+            entries == [
+                Entry(id: 1, name: "", score: 1.5), Entry(id: 2, name: "two", score: nil),
+                Entry(id: 3, name: "trois ünï", score: 3),
+            ])
+        #expect(interleaved == ["/10.5", "two/20.0", "trois ünï/-1.0"])
+        #expect(viaRow == Entry(id: 4, name: "four", score: nil))
+    }
+
+    @Test func failingCursorEndsAndItsStatementRunsAgain() async throws {
+        struct Number: Decodable { var n: Int }
+        let queue = try DatabaseQueue()
+        // Row 2 fails inside SQLite (integer overflow); row 3 of the other
+        // query fails to decode (text in an integer property).
+        let sqliteFailure =
+            "SELECT CASE WHEN x = 2 THEN abs(-9223372036854775807 - 1) ELSE x END AS n FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)"
+        let decodeFailure = "SELECT column1 AS n FROM (VALUES (1), (2), ('three'), (4))"
+        let outcome = try await queue.read { db in
+            var seen: [Int] = []
+            var errors: [String] = []
+            for sql in [sqliteFailure, decodeFailure] {
+                let cursor = try db.fetchCursor(Number.self, sql: sql)
+                do {
+                    while let number = try cursor.next() { seen.append(number.n) }
+                } catch let error as SQLiteError {
+                    errors.append("sqlite \(error.code == .error)")
+                } catch is DecodingError {
+                    errors.append("decoding")
+                }
+                // After an error the cursor is over: it does not restart the query.
+                #expect(try cursor.next() == nil)
+            }
+            // The cached statements are usable again.
+            let again = try db.fetchAll(Int.self, sql: "SELECT column1 FROM (VALUES (7))")
+            let retry = try? db.fetchAll(Number.self, sql: decodeFailure)
+            return (seen, errors, again, retry == nil)
+        }
+        #expect(outcome.0 == [1, 1, 2])
+        #expect(outcome.1 == ["sqlite true", "decoding"])
+        #expect(outcome.2 == [7])
+        #expect(outcome.3)
+    }
+
     @Test func singleValues() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in

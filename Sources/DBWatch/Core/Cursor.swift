@@ -59,32 +59,44 @@ public final class RowCursor {
 /// ```
 public final class DecodableCursor<T: Decodable> {
     let statement: Statement
-    private let decodeRow: (Statement) throws -> T
+    /// Held strongly (a statement's reference is unowned): no unowned
+    /// retain per row. The cursor lives inside the access closure, so this
+    /// makes no cycle.
+    private let database: Database
+    private let decodeRow: () throws -> T
     private var isDone = false
 
     init(statement: Statement) {
         self.statement = statement
+        self.database = statement.database
         self.decodeRow = Database.rowDecoder(for: T.self, statement: statement)
     }
 
     deinit {
-        if !isDone { statement.database.abandon(statement) }
+        if !isDone { database.abandon(statement) }
     }
 
     /// The next value, or `nil` at the end.
     public func next() throws -> T? {
         guard !isDone else { return nil }
+        let hasRow: Bool
         do {
-            guard try statement.database.step(statement) else {
-                isDone = true
-                return nil
-            }
-            return try decodeRow(statement)
+            hasRow = try database.step(statement)
         } catch {
-            if !isDone {
-                isDone = true
-                statement.database.abandon(statement)
-            }
+            // step has reset the statement already: stepping again would
+            // restart the query.
+            isDone = true
+            throw error
+        }
+        guard hasRow else {
+            isDone = true
+            return nil
+        }
+        do {
+            return try decodeRow()
+        } catch {
+            isDone = true
+            database.abandon(statement)
             throw error
         }
     }

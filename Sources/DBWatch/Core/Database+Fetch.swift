@@ -94,17 +94,16 @@ extension Database {
     /// let players = try db.fetchAll(Player.self, sql: "SELECT * FROM player ORDER BY score DESC")
     /// let names = try db.fetchAll(String.self, sql: "SELECT name FROM player")
     /// ```
+    ///
+    /// Inlinable so that the loop that collects the values is specialized
+    /// for `T` in the caller's module (unspecialized, every `append` looked
+    /// up the metadata of `[T]`).
+    @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> [T] {
-        let statement = try boundStatement(sql: sql, arguments: arguments)
-        let decodeRow = Database.rowDecoder(for: T.self, statement: statement)
+        let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
         var values: [T] = []
-        do {
-            while try step(statement) {
-                values.append(try decodeRow(statement))
-            }
-        } catch let error as DecodingError {
-            abandon(statement)
-            throw error
+        while let value = try cursor.next() {
+            values.append(value)
         }
         return values
     }
@@ -133,23 +132,25 @@ extension Database {
 
     /// The function that decodes the current row of `statement` as `T`,
     /// chosen once per query.
-    static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> (Statement) throws -> T {
+    static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> () throws -> T {
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
-            return { statement in
+            let handle = statement.handle
+            return {
                 guard statement.columnCount > 0 else {
                     throw DecodingError.valueNotFound(
                         T.self, .init(codingPath: [], debugDescription: "the query returns no column"))
                 }
-                let value = DatabaseValue(statement: statement.handle, column: 0)
+                let value = DatabaseValue(statement: handle, column: 0)
                 if let result = convertible.fromDatabaseValue(value) { return result as! T }
                 throw DecodingError.conversion(value, to: T.self, column: ColumnKey(intValue: 0))
             }
         }
-        let lookup = ColumnLookup(columnNames: statement.columnNames)
-        return { statement in
-            lookup.startRow()
-            let source = StatementColumns(handle: statement.handle, lookup: lookup)
-            return try T(from: ColumnDecoder(source: source, singleColumn: nil))
+        let reader = ColumnReader(statement: statement)
+        // Made an existential once: each row passes the same reference.
+        let decoder: any Decoder = ColumnDecoder(reader: reader)
+        return {
+            reader.startRow()
+            return try T(from: decoder)
         }
     }
 }

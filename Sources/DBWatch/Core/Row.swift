@@ -80,7 +80,7 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
     /// let player = try row.decode(Player.self)
     /// ```
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try T(from: RowValuesDecoder(row: self))
+        try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
     }
 
     static func convert<T: DatabaseValueConvertible>(_ value: DatabaseValue, to type: T.Type, column: ColumnKey) throws

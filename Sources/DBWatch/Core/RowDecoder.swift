@@ -1,73 +1,32 @@
 import CSQLite
 import Foundation
 
-/// Where a row decoder reads its columns from: a live statement (the fast
-/// path of `fetchAll(T.self, …)`) or a fetched ``Row``.
-protocol ColumnSource {
-    var columnCount: Int { get }
-    /// Where a per-query decoder keeps the keyed container it reuses for every row.
-    var containerCache: KeyedContainerCache? { get }
-    func columnIndex(of key: String) -> Int?
-    func isNull(at index: Int) -> Bool
-    func value(at index: Int) -> DatabaseValue
-    func int64(at index: Int) -> Int64?
-    func double(at index: Int) -> Double?
-    func string(at index: Int) -> String?
-}
-
-/// Reads the current row of a statement without building a ``Row``.
-struct StatementColumns: ColumnSource {
-    let handle: OpaquePointer
-    let lookup: ColumnLookup
-
-    var columnCount: Int { lookup.columnNames.count }
-    var containerCache: KeyedContainerCache? { lookup.containerCache }
-
-    @inline(__always)
-    func columnIndex(of key: String) -> Int? { lookup.index(of: key) }
-
-    @inline(__always)
-    func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
-
-    @inline(__always)
-    func value(at index: Int) -> DatabaseValue { DatabaseValue(statement: handle, column: Int32(index)) }
-
-    @inline(__always)
-    func int64(at index: Int) -> Int64? {
-        switch sqlite3_column_type(handle, Int32(index)) {
-        case SQLITE_INTEGER: return sqlite3_column_int64(handle, Int32(index))
-        case SQLITE_FLOAT: return Int64(exactly: sqlite3_column_double(handle, Int32(index)))
-        default: return nil
-        }
+/// The columns a row decoder reads: the current row of a live statement
+/// (the fast path of `fetchAll(T.self, …)`, one reader for all the rows of a
+/// query) or a fetched ``Row``.
+///
+/// A final class, not a generic parameter of the decoder: the containers
+/// call it directly, without witness tables, value-witness copies or generic
+/// metadata lookups per property, which were most of the cost of decoding.
+final class ColumnReader {
+    private enum Storage {
+        case statement(OpaquePointer)
+        case row(Row)
     }
 
-    @inline(__always)
-    func double(at index: Int) -> Double? {
-        switch sqlite3_column_type(handle, Int32(index)) {
-        case SQLITE_FLOAT, SQLITE_INTEGER: return sqlite3_column_double(handle, Int32(index))
-        default: return nil
-        }
-    }
+    private let storage: Storage
+    let columnCount: Int
+    /// Statements only: column positions by name (and lowercased name).
+    private let indexByName: [String: Int]
+    /// Statements only: the keys asked for in the previous row, in order, so
+    /// that later rows pay one string comparison per property instead of a
+    /// lookup. Only the query's thread touches them, one row at a time.
+    @exclusivity(unchecked) private var recentKeys: [(key: String, index: Int?)] = []
+    @exclusivity(unchecked) private var position = 0
 
-    @inline(__always)
-    func string(at index: Int) -> String? {
-        guard sqlite3_column_type(handle, Int32(index)) == SQLITE_TEXT else { return nil }
-        return String(statement: handle, column: Int32(index))
-    }
-}
-
-/// Maps property names to column positions for one statement, remembering
-/// the order in which a `Decodable` type asks for them so that later rows
-/// pay one string comparison per property instead of a lookup.
-final class ColumnLookup {
-    let columnNames: [String]
-    let containerCache = KeyedContainerCache()
-    private var indexByName: [String: Int] = [:]
-    private var recentKeys: [(key: String, index: Int?)] = []
-    private var position = 0
-
-    init(columnNames: [String]) {
-        self.columnNames = columnNames
+    init(statement: Statement) {
+        let columnNames = statement.columnNames
+        var indexByName: [String: Int] = [:]
         for (index, name) in columnNames.enumerated().reversed() {
             indexByName[name] = index
             indexByName[name.lowercased()] = indexByName[name.lowercased()] ?? index
@@ -75,14 +34,26 @@ final class ColumnLookup {
         for (index, name) in columnNames.enumerated() where indexByName[name.lowercased()] == nil {
             indexByName[name.lowercased()] = index
         }
+        self.storage = .statement(statement.handle)
+        self.columnCount = columnNames.count
+        self.indexByName = indexByName
+    }
+
+    init(row: Row) {
+        self.storage = .row(row)
+        self.columnCount = row.count
+        self.indexByName = [:]
     }
 
     /// Starts a new row: lookups replay from the first remembered key.
     @inline(__always)
     func startRow() { position = 0 }
 
+    /// The position of the column named `key` (exact name first, then
+    /// case-insensitively), or nil.
     @inline(__always)
     func index(of key: String) -> Int? {
+        if case .row(let row) = storage { return row.index(of: key) }
         defer { position += 1 }
         if position < recentKeys.count, recentKeys[position].key == key {
             return recentKeys[position].index
@@ -95,61 +66,76 @@ final class ColumnLookup {
         }
         return index
     }
-}
-
-/// The keyed container of a query, built for its first row and reused for
-/// the others: every row of a statement reads through the same handle and
-/// lookup, so the container is the same, and building it per row (a box
-/// allocation and a generic metadata lookup) was a large part of decoding.
-final class KeyedContainerCache {
-    private var keyType: ObjectIdentifier?
-    private var container: AnyObject?
 
     @inline(__always)
-    func container<Key: CodingKey>(
-        keyedBy type: Key.Type, make: () -> KeyedDecodingContainer<Key>
-    ) -> KeyedDecodingContainer<Key> {
-        // A KeyedDecodingContainer is one reference to its box; anything
-        // else (a future layout) is simply not cached.
-        guard MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size else { return make() }
-        if keyType == ObjectIdentifier(Key.self), let container {
-            return unsafeBitCast(container, to: KeyedDecodingContainer<Key>.self)
+    func isNull(at index: Int) -> Bool {
+        switch storage {
+        case .statement(let handle): return sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
+        case .row(let row): return row.values[index].isNull
         }
-        let made = make()
-        keyType = ObjectIdentifier(Key.self)
-        container = unsafeBitCast(made, to: AnyObject.self)
-        return made
     }
-}
 
-/// Reads a fetched ``Row``.
-struct RowColumns: ColumnSource {
-    let row: Row
-    var columnCount: Int { row.count }
-    var containerCache: KeyedContainerCache? { nil }
-    func columnIndex(of key: String) -> Int? { row.index(of: key) }
-    func isNull(at index: Int) -> Bool { row.values[index].isNull }
-    func value(at index: Int) -> DatabaseValue { row.values[index] }
-    func int64(at index: Int) -> Int64? { Int64.fromDatabaseValue(row.values[index]) }
-    func double(at index: Int) -> Double? { Double.fromDatabaseValue(row.values[index]) }
-    func string(at index: Int) -> String? { String.fromDatabaseValue(row.values[index]) }
-}
+    @inline(__always)
+    func value(at index: Int) -> DatabaseValue {
+        switch storage {
+        case .statement(let handle): return DatabaseValue(statement: handle, column: Int32(index))
+        case .row(let row): return row.values[index]
+        }
+    }
 
-typealias RowValuesDecoder = ColumnDecoder<RowColumns>
+    @inline(__always)
+    func int64(at index: Int) -> Int64? {
+        guard case .statement(let handle) = storage else { return Int64.fromDatabaseValue(value(at: index)) }
+        let value = sqlite3_column_value(handle, Int32(index))
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return sqlite3_value_int64(value)
+        case SQLITE_FLOAT: return Int64(exactly: sqlite3_value_double(value))
+        default: return nil
+        }
+    }
 
-extension ColumnDecoder where Source == RowColumns {
-    init(row: Row) {
-        self.init(source: RowColumns(row: row), singleColumn: nil)
+    @inline(__always)
+    func double(at index: Int) -> Double? {
+        guard case .statement(let handle) = storage else { return Double.fromDatabaseValue(value(at: index)) }
+        let value = sqlite3_column_value(handle, Int32(index))
+        switch sqlite3_value_type(value) {
+        case SQLITE_FLOAT, SQLITE_INTEGER: return sqlite3_value_double(value)
+        default: return nil
+        }
+    }
+
+    @inline(__always)
+    func string(at index: Int) -> String? {
+        guard case .statement(let handle) = storage else { return String.fromDatabaseValue(value(at: index)) }
+        let value = sqlite3_column_value(handle, Int32(index))
+        guard sqlite3_value_type(value) == SQLITE_TEXT else { return nil }
+        guard let text = sqlite3_value_text(value) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
     }
 }
 
 /// A `Decoder` over one row: a keyed container maps property names to
 /// columns; a single-value container reads the first column (or the column a
 /// nested property lives in).
-struct ColumnDecoder<Source: ColumnSource>: Decoder {
-    let source: Source
+///
+/// A query decodes all its rows through one instance over its statement: a
+/// class passes as `any Decoder` without a box allocation, and the keyed
+/// container built for the first row serves the others (building it per row,
+/// a box allocation and generic metadata lookups, was a large part of
+/// decoding).
+final class ColumnDecoder: Decoder {
+    let reader: ColumnReader
     /// When set, the decoder stands for this one column (a nested property).
     let singleColumn: Int?
+    /// The coding key type of the cached container.
+    private var containerKeyType: ObjectIdentifier?
+    /// The box of the cached `KeyedDecodingContainer` (one reference).
+    private var containerBox: AnyObject?
+
+    init(reader: ColumnReader, singleColumn: Int? = nil) {
+        self.reader = reader
+        self.singleColumn = singleColumn
+    }
 
     var codingPath: [any CodingKey] {
         singleColumn.map { [ColumnKey(intValue: $0)] } ?? []
@@ -165,10 +151,17 @@ struct ColumnDecoder<Source: ColumnSource>: Decoder {
                     debugDescription:
                         "column \(singleColumn) holds one value; a nested keyed type needs DatabaseValueConvertible"))
         }
-        guard let cache = source.containerCache else {
-            return KeyedDecodingContainer(KeyedColumns<Key, Source>(source: source))
+        if containerKeyType == ObjectIdentifier(Key.self), let containerBox {
+            return unsafeBitCast(containerBox, to: KeyedDecodingContainer<Key>.self)
         }
-        return cache.container(keyedBy: Key.self) { KeyedDecodingContainer(KeyedColumns<Key, Source>(source: source)) }
+        let container = KeyedDecodingContainer(KeyedColumns<Key>(reader: reader))
+        // A KeyedDecodingContainer is one reference to its box; another
+        // layout (a future standard library) is simply not cached.
+        if MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size {
+            containerKeyType = ObjectIdentifier(Key.self)
+            containerBox = unsafeBitCast(container, to: AnyObject.self)
+        }
+        return container
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -177,58 +170,54 @@ struct ColumnDecoder<Source: ColumnSource>: Decoder {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        if singleColumn == nil && source.columnCount < 1 {
+        if singleColumn == nil && reader.columnCount < 1 {
             throw DecodingError.valueNotFound(
                 Any.self, .init(codingPath: codingPath, debugDescription: "the row has no column"))
         }
-        return SingleColumn(source: source, index: singleColumn ?? 0)
+        return SingleColumn(reader: reader, index: singleColumn ?? 0)
     }
 }
 
-/// Decodes `T` from the value at `index` of `source`, through
+/// Decodes `T` from the value at `index` of `reader`, through
 /// ``DatabaseValueConvertible`` when `T` conforms, or `T(from:)` on a
 /// single-column decoder (enums with raw values, wrappers).
 @inline(__always)
-func decodeColumn<T: Decodable, Source: ColumnSource>(_ type: T.Type, source: Source, index: Int, key: any CodingKey)
-    throws -> T
-{
+func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int, key: any CodingKey) throws -> T {
     if let convertible = T.self as? any DatabaseValueConvertible.Type {
-        let value = source.value(at: index)
+        let value = reader.value(at: index)
         if let result = convertible.fromDatabaseValue(value) { return result as! T }
         throw DecodingError.conversion(value, to: T.self, column: key)
     }
-    return try T(from: ColumnDecoder(source: source, singleColumn: index))
+    return try T(from: ColumnDecoder(reader: reader, singleColumn: index))
 }
 
-private func mismatch<T>(_ type: T.Type, _ source: some ColumnSource, _ index: Int, _ key: any CodingKey)
-    -> DecodingError
-{
-    DecodingError.conversion(source.value(at: index), to: T.self, column: key)
+private func mismatch<T>(_ type: T.Type, _ reader: ColumnReader, _ index: Int, _ key: any CodingKey) -> DecodingError {
+    DecodingError.conversion(reader.value(at: index), to: T.self, column: key)
 }
 
-struct KeyedColumns<Key: CodingKey, Source: ColumnSource>: KeyedDecodingContainerProtocol {
-    let source: Source
+struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let reader: ColumnReader
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { [] }
 
     @inline(__always)
     private func index(_ key: Key) throws -> Int {
-        guard let index = source.columnIndex(of: key.stringValue) else {
+        guard let index = reader.index(of: key.stringValue) else {
             throw DecodingError.keyNotFound(
                 key, .init(codingPath: [], debugDescription: "no column named \(key.stringValue)"))
         }
         return index
     }
 
-    func contains(_ key: Key) -> Bool { source.columnIndex(of: key.stringValue) != nil }
+    func contains(_ key: Key) -> Bool { reader.index(of: key.stringValue) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool { source.isNull(at: try index(key)) }
+    func decodeNil(forKey key: Key) throws -> Bool { reader.isNull(at: try index(key)) }
 
     @inline(__always)
     private func integer<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T {
         let index = try index(key)
-        guard let value = source.int64(at: index), let result = T(exactly: value) else {
-            throw mismatch(T.self, source, index, key)
+        guard let value = reader.int64(at: index), let result = T(exactly: value) else {
+            throw mismatch(T.self, reader, index, key)
         }
         return result
     }
@@ -247,24 +236,24 @@ struct KeyedColumns<Key: CodingKey, Source: ColumnSource>: KeyedDecodingContaine
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
         let index = try index(key)
-        guard let value = source.double(at: index) else { throw mismatch(Double.self, source, index, key) }
+        guard let value = reader.double(at: index) else { throw mismatch(Double.self, reader, index, key) }
         return value
     }
 
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
         let index = try index(key)
-        guard let value = source.double(at: index) else { throw mismatch(Float.self, source, index, key) }
+        guard let value = reader.double(at: index) else { throw mismatch(Float.self, reader, index, key) }
         return Float(value)
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         let index = try index(key)
-        guard let value = source.string(at: index) else { throw mismatch(String.self, source, index, key) }
+        guard let value = reader.string(at: index) else { throw mismatch(String.self, reader, index, key) }
         return value
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decodeColumn(T.self, source: source, index: try index(key), key: key)
+        try decodeColumn(T.self, reader: reader, index: try index(key), key: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -279,20 +268,20 @@ struct KeyedColumns<Key: CodingKey, Source: ColumnSource>: KeyedDecodingContaine
             [Any].self, .init(codingPath: [key], debugDescription: "nested containers are not supported"))
     }
 
-    func superDecoder() throws -> any Decoder { ColumnDecoder(source: source, singleColumn: nil) }
-    func superDecoder(forKey key: Key) throws -> any Decoder { ColumnDecoder(source: source, singleColumn: nil) }
+    func superDecoder() throws -> any Decoder { ColumnDecoder(reader: reader) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { ColumnDecoder(reader: reader) }
 }
 
-struct SingleColumn<Source: ColumnSource>: SingleValueDecodingContainer {
-    let source: Source
+struct SingleColumn: SingleValueDecodingContainer {
+    let reader: ColumnReader
     let index: Int
     var codingPath: [any CodingKey] { [ColumnKey(intValue: index)] }
 
-    func decodeNil() -> Bool { source.isNull(at: index) }
+    func decodeNil() -> Bool { reader.isNull(at: index) }
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        guard let value = source.int64(at: index), let result = T(exactly: value) else {
-            throw mismatch(T.self, source, index, ColumnKey(intValue: index))
+        guard let value = reader.int64(at: index), let result = T(exactly: value) else {
+            throw mismatch(T.self, reader, index, ColumnKey(intValue: index))
         }
         return result
     }
@@ -310,8 +299,8 @@ struct SingleColumn<Source: ColumnSource>: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(UInt64.self) }
 
     func decode(_ type: Double.Type) throws -> Double {
-        guard let value = source.double(at: index) else {
-            throw mismatch(Double.self, source, index, ColumnKey(intValue: index))
+        guard let value = reader.double(at: index) else {
+            throw mismatch(Double.self, reader, index, ColumnKey(intValue: index))
         }
         return value
     }
@@ -319,13 +308,13 @@ struct SingleColumn<Source: ColumnSource>: SingleValueDecodingContainer {
     func decode(_ type: Float.Type) throws -> Float { Float(try decode(Double.self)) }
 
     func decode(_ type: String.Type) throws -> String {
-        guard let value = source.string(at: index) else {
-            throw mismatch(String.self, source, index, ColumnKey(intValue: index))
+        guard let value = reader.string(at: index) else {
+            throw mismatch(String.self, reader, index, ColumnKey(intValue: index))
         }
         return value
     }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try decodeColumn(T.self, source: source, index: index, key: ColumnKey(intValue: index))
+        try decodeColumn(T.self, reader: reader, index: index, key: ColumnKey(intValue: index))
     }
 }
