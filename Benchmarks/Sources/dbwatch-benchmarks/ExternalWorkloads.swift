@@ -26,7 +26,8 @@ func externalChanges(_ sizes: Sizes) async throws -> [Sample] {
         configuration.externalChangeDetection = detection
         let pool = try DatabasePool(path: path, configuration: configuration)
         defer { pool.close() }
-        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)") }
+        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+        }
         let other = try RawDatabase(path: path)
         let insert = try other.prepare("INSERT INTO t (v) VALUES (1)")
         let probe = LatencyProbe()
@@ -58,7 +59,9 @@ func externalChanges(_ sizes: Sizes) async throws -> [Sample] {
     }
 
     // Idle CPU: a watched pool with 100 observations and nothing changing.
-    for (label, detection) in [("detection on", ExternalChangeDetection() as ExternalChangeDetection?), ("detection off", nil)] {
+    for (label, detection) in [
+        ("detection on", ExternalChangeDetection() as ExternalChangeDetection?), ("detection off", nil),
+    ] {
         var configuration = Configuration()
         configuration.externalChangeDetection = detection
         let pool = try DatabasePool(path: scratch.file("idle-\(label.hashValue).sqlite"), configuration: configuration)
@@ -67,7 +70,8 @@ func externalChanges(_ sizes: Sizes) async throws -> [Sample] {
         var consumers: [Task<Void, any Error>] = []
         let delivered = Counter()
         for salt in 0..<100 {
-            consumers.append(Task { for try await _ in pool.observe(TableCount(table: "t", salt: salt)) { delivered.increment() } })
+            consumers.append(
+                Task { for try await _ in pool.observe(TableCount(table: "t", salt: salt)) { delivered.increment() } })
         }
         try await waitUntil("first values") { delivered.current >= 100 }
         let cpuBefore = processCPUSeconds()

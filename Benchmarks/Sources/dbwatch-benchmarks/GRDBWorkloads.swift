@@ -70,12 +70,16 @@
             grdbCount += done
             offset += blockSize
         }
-        return (Double(blockSize * sizes.insertBlocks) / (Double(rawTime) / 1e9), Double(grdbCount) / (Double(grdbTime) / 1e9))
+        return (
+            Double(blockSize * sizes.insertBlocks) / (Double(rawTime) / 1e9),
+            Double(grdbCount) / (Double(grdbTime) / 1e9)
+        )
     }
 
     private typealias IdleIterator = AsyncValueObservation<Int?>.Iterator
 
-    private func addIdleObservations(_ pool: DatabasePool, to iterators: inout [IdleIterator], count: Int) async throws {
+    private func addIdleObservations(_ pool: DatabasePool, to iterators: inout [IdleIterator], count: Int) async throws
+    {
         guard count > 0 else { return }
         let first = iterators.count
         for id in (first + 1)...(first + count) {
@@ -85,7 +89,9 @@
             iterators.append(observation.values(in: pool).makeAsyncIterator())
         }
         for index in first..<iterators.count {
-            guard try await iterators[index].next() != nil else { throw RawError(description: "GRDB observation ended") }
+            guard try await iterators[index].next() != nil else {
+                throw RawError(description: "GRDB observation ended")
+            }
         }
     }
 
@@ -118,7 +124,8 @@
             if count == 0 {
                 none = rates.grdb
                 samples += [
-                    Sample("grdb.insert.raw", "G1. raw SQLite: insert transactions", value: rates.raw, unit: "inserts/s"),
+                    Sample(
+                        "grdb.insert.raw", "G1. raw SQLite: insert transactions", value: rates.raw, unit: "inserts/s"),
                     Sample(
                         "grdb.insert.idle-0", "G1. GRDB write, no observation", value: rates.grdb, unit: "inserts/s",
                         ratio: rates.grdb / rates.raw, against: "raw"),
@@ -169,7 +176,9 @@
             let rates = try await rawAndGRDBRates(raw: raw, pool: pool, sizes: sizes, offset: &offset)
             await stop(tasks)
             samples += [
-                Sample("grdb.observed.raw.\(observers)", "G2. raw SQLite: insert transactions", value: rates.raw, unit: "inserts/s"),
+                Sample(
+                    "grdb.observed.raw.\(observers)", "G2. raw SQLite: insert transactions", value: rates.raw,
+                    unit: "inserts/s"),
                 Sample(
                     "grdb.observed.\(observers)", "G2. GRDB write, \(observers) observation(s) of the written table",
                     value: rates.grdb, unit: "inserts/s", ratio: rates.grdb / rates.raw, against: "raw"),
@@ -187,7 +196,8 @@
         try await createTables(pool, otherRows: 0)
         let probe = LatencyProbe()
         let consumer = Task {
-            let observation = ValueObservation.tracking { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM t") ?? 0 }
+            let observation = ValueObservation.tracking { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM t") ?? 0
+            }
             for try await count in observation.values(in: pool) { probe.deliver(count) }
         }
         _ = await probe.stamp(of: 0)
@@ -231,7 +241,8 @@
         try await pool.write { db in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
             try db.execute(
-                sql: "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < ?) INSERT INTO t (id, v) SELECT x, x FROM s",
+                sql:
+                    "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < ?) INSERT INTO t (id, v) SELECT x, x FROM s",
                 arguments: [rows])
         }
         let ready = Countdown(rows + 1)
@@ -275,7 +286,8 @@
                 "grdb.fanout", "G4. GRDB: UPDATE → \(grouped(rows)) rows refreshed", value: total, unit: "ms",
                 higherIsBetter: false),
             Sample(
-                "grdb.fanout.write", "    of which until the write returned", value: Double(writeReturned - start) / 1e6,
+                "grdb.fanout.write", "    of which until the write returned",
+                value: Double(writeReturned - start) / 1e6,
                 unit: "ms", higherIsBetter: false),
         ]
     }
@@ -309,7 +321,9 @@
             Sample(
                 "grdb.memory.heap", "G5. GRDB: heap per idle observation (one task holds iterators)", value: heap,
                 unit: "bytes", higherIsBetter: false),
-            Sample("grdb.memory.rss", "    RSS per idle observation (same)", value: rss, unit: "bytes", higherIsBetter: false),
+            Sample(
+                "grdb.memory.rss", "    RSS per idle observation (same)", value: rss, unit: "bytes",
+                higherIsBetter: false),
         ]
     }
 
@@ -348,7 +362,9 @@
             }
         }
         return [
-            Sample("grdb.decode.raw", "G6. raw SQLite: C step loop into [Player]", value: Double(rows) / bestRaw, unit: "rows/s"),
+            Sample(
+                "grdb.decode.raw", "G6. raw SQLite: C step loop into [Player]", value: Double(rows) / bestRaw,
+                unit: "rows/s"),
             Sample(
                 "grdb.decode", "G6. GRDB: Player.fetchAll (Decodable record) in pool.read",
                 value: Double(rows) / bestGRDB, unit: "rows/s", ratio: bestRaw / bestGRDB, against: "raw"),
@@ -358,6 +374,7 @@
     func grdbWorkloads() throws -> [Workload] {
         throw RawError(
             description:
-                "this binary was built without GRDB: build with the default traits (swift build -c release --package-path Benchmarks)")
+                "this binary was built without GRDB: build with the default traits (swift build -c release --package-path Benchmarks)"
+        )
     }
 #endif

@@ -58,7 +58,8 @@ struct ScratchDirectory {
 
     init(_ label: String) {
         let base = ProcessInfo.processInfo.environment["DBWATCH_BENCH_DIR"] ?? NSTemporaryDirectory()
-        path = (base as NSString).appendingPathComponent("dbwatch-bench-\(getpid())-\(label)-\(UInt32.random(in: 0...UInt32.max))")
+        path = (base as NSString).appendingPathComponent(
+            "dbwatch-bench-\(getpid())-\(label)-\(UInt32.random(in: 0...UInt32.max))")
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 

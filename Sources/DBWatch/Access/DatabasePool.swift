@@ -14,6 +14,22 @@ public final class DatabasePool: DatabaseWriter {
     public let configuration: Configuration
     let writerJobs = JobQueue()
     let readerJobs = JobQueue()
+    private let writerTaskExecutor: ConnectionExecutor
+
+    /// Runs a task on the writer connection's thread: its writes run there
+    /// inline, without the two thread hops of a queued job (about 3× the
+    /// throughput for a loop of small writes). Reads still go to readers.
+    /// Meanwhile, other writes wait while the task runs code of its own;
+    /// see ``DatabaseWriter/writerExecutor``.
+    ///
+    /// ```swift
+    /// try await withTaskExecutorPreference(pool.writerExecutor) {
+    ///     for name in names {
+    ///         try await pool.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: [name]) }
+    ///     }
+    /// }
+    /// ```
+    public var writerExecutor: any TaskExecutor { writerTaskExecutor }
     let observationHost: ObservationHost
     /// Detects other connections' commits, when configured for a file.
     let externalChangeMonitor: ExternalChangeMonitor?
@@ -32,6 +48,7 @@ public final class DatabasePool: DatabaseWriter {
         }
         self.path = path
         self.configuration = configuration
+        writerTaskExecutor = ConnectionExecutor(queue: writerJobs)
         let writer = try Database(path: path, configuration: configuration)
         let center = ObservationCenter(fetchQueue: readerJobs, logger: configuration.logger)
         writer.changeCollector = ChangeCollector(center: center)

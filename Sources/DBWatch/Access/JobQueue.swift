@@ -25,6 +25,15 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     private var sleepingWorkers = 0
     /// The most jobs ever waiting at once (for tests of coalescing).
     private var highWaterMark = 0
+    /// The Swift tasks running right now on this queue's threads (tasks that
+    /// prefer its ``ConnectionExecutor``), each with its thread's connection.
+    /// Only that thread uses the connection.
+    private var hostedTasks: [(thread: pthread_t, database: Database)] = []
+    /// `hostedTasks.count`, read without the lock so that `perform` costs
+    /// nothing more when no task is hosted.
+    private let hostedTaskCount = Atomic<Int>(0)
+    /// Accesses that ran inline in a hosted task (for tests).
+    private let inlineAccesses = Atomic<Int>(0)
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -105,6 +114,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// The most jobs that ever waited at once.
     var maximumQueuedJobs: Int { locked { highWaterMark } }
 
+    /// How many accesses ran inline in a hosted task so far.
+    var inlineAccessCount: Int { inlineAccesses.load(ordering: .relaxed) }
+
     /// Counts a worker before its thread starts, so a close that follows waits for it.
     func workerWillStart() { locked { runningWorkers += 1 } }
 
@@ -131,14 +143,54 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         while runningWorkers > 0 { pthread_cond_wait(condition, mutex) }
     }
 
+    // MARK: - Hosted tasks
+
+    /// Runs `run` (a Swift task's job) on the calling worker thread, whose
+    /// connection is `database`: accesses that the task makes meanwhile run
+    /// inline (see ``perform(_:)``).
+    func hostTask(on database: Database, _ run: () -> Void) {
+        let thread = pthread_self()
+        locked { hostedTasks.append((thread, database)) }
+        hostedTaskCount.add(1, ordering: .relaxed)
+        run()
+        hostedTaskCount.subtract(1, ordering: .relaxed)
+        locked { hostedTasks.removeAll { pthread_equal($0.thread, thread) != 0 } }
+    }
+
+    /// The connection of the task hosted on the calling thread, when no job
+    /// is waiting (an inline access must not overtake queued work).
+    private func inlineConnection() -> Database? {
+        // The count includes this thread's own increment if it hosts a task.
+        guard hostedTaskCount.load(ordering: .relaxed) > 0 else { return nil }
+        let thread = pthread_self()
+        return locked {
+            guard head == jobs.count else { return nil }
+            return hostedTasks.first { pthread_equal($0.thread, thread) != 0 }?.database
+        }
+    }
+
+    // MARK: - Performing
+
     /// Runs `body` on a connection thread and returns its result.
     ///
     /// Cancelling the calling task before the job starts throws
     /// `CancellationError` without running it; while it runs, cancellation
     /// interrupts the running statement (`sqlite3_interrupt`), and the
     /// resulting interrupt error is reported as `CancellationError`.
+    ///
+    /// Called from a task hosted on one of this queue's threads (see
+    /// ``ConnectionExecutor``) while no job waits, `body` runs inline on
+    /// that thread's connection, without a job round trip.
     func perform<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let job = BodyJob(body)
+        if let database = inlineConnection() {
+            inlineAccesses.add(1, ordering: .relaxed)
+            return try await withTaskCancellationHandler {
+                try job.execute(on: database).get()
+            } onCancel: {
+                job.cancel()
+            }
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard job.start(continuation) else { return }
@@ -198,15 +250,20 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     }
 
     func run(on database: Database) {
+        let waiting = state.withLock { $0.continuation != nil }
+        guard waiting else { return }
+        resume(with: execute(on: database))
+    }
+
+    /// Runs the body on the calling thread, whose connection is `database`,
+    /// and returns its result (directly for a hosted task's inline access).
+    func execute(on database: Database) -> Result<T, any Error> {
         let proceed = state.withLock { state in
-            guard !state.isCancelled, state.continuation != nil else { return false }
+            guard !state.isCancelled else { return false }
             state.running = database.interruptHandle
             return true
         }
-        guard proceed else {
-            resume(with: .failure(CancellationError()))
-            return
-        }
+        guard proceed else { return .failure(CancellationError()) }
         database.cancellation = cancellation
         var result = Result { try body(database) }
         database.cancellation = nil
@@ -217,7 +274,7 @@ final class BodyJob<T: Sendable>: ConnectionJob {
         if cancelled, case .failure(let error) = result, ResultCode.interrupt ~= error {
             result = .failure(CancellationError())
         }
-        resume(with: result)
+        return result
     }
 
     func fail(with error: any Error) {
