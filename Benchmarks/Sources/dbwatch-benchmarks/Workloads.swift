@@ -8,8 +8,9 @@ struct Sizes {
     /// Single-row insert transactions per measurement (issue: 20,000).
     var inserts = 20_000
     /// Blocks the inserts of each series are split into, interleaved with
-    /// the other series' (a multiple of 2 and 3, the numbers of series that
-    /// rotate after the raw one, so that each takes every place equally often).
+    /// the other series' (a multiple of 2 and 4, the numbers of series that
+    /// follow the raw one, so that every order of ``williamsOrders(_:)``
+    /// runs equally often).
     var insertBlocks = 12
     /// Untimed inserts before each measurement (statement caches, file growth).
     var warmupInserts = 500
@@ -25,8 +26,9 @@ struct Sizes {
     var memoryObservations = 10_000
     /// Rows decoded.
     var decodedRows = 100_000
-    /// Alternating raw/DBWatch decoding passes per run (the best of each counts).
-    var decodePasses = 3
+    /// Alternating raw/DBWatch decoding passes per run (the best of each
+    /// counts; one pass takes about 50 ms, and single passes vary by ±30 %).
+    var decodePasses = 5
 
     static let full = Sizes()
     static let quick = Sizes(
@@ -95,21 +97,21 @@ struct InsertSeries {
     }
 }
 
-/// Runs `total` inserts of every series, interleaved in blocks (raw, B, C,
-/// raw, C, B, …) so that a change of machine load during the measurement
-/// hits every series alike. The first series (raw) opens each block and the
-/// others rotate: the one that runs right after raw pays for waking a CPU
-/// that stayed idle meanwhile, and each takes that place equally often.
-/// Returns each series' inserts per second.
+/// Runs `total` inserts of every series, interleaved in blocks so that a
+/// change of machine load during the measurement hits every series alike.
+/// The first series (raw) opens each block; the others follow in the orders
+/// of a Williams square, so that each runs right after raw, and right after
+/// each other series, equally often (what ran just before changes the cost
+/// of the next thread hops by 10 % or more on this VM). Returns each
+/// series' inserts per second.
 func interleavedRates(_ series: [InsertSeries], sizes: Sizes, offset: inout Int) async throws -> [Double] {
     let blockSize = sizes.inserts / sizes.insertBlocks
     for each in series { try await each.run(offset..<(offset + sizes.warmupInserts)) }
     offset += sizes.warmupInserts
     var elapsed = [UInt64](repeating: 0, count: series.count)
+    let orders = williamsOrders(series.count - 1)
     for block in 0..<sizes.insertBlocks {
-        let others = series.count - 1
-        for position in 0..<series.count {
-            let index = position == 0 ? 0 : 1 + (block + position - 1) % others
+        for index in [0] + orders[block % orders.count].map({ $0 + 1 }) {
             let start = nowNanoseconds()
             try await series[index].run(offset..<(offset + blockSize))
             elapsed[index] += nowNanoseconds() - start
@@ -117,6 +119,26 @@ func interleavedRates(_ series: [InsertSeries], sizes: Sizes, offset: inout Int)
         offset += blockSize
     }
     return elapsed.map { Double(blockSize * sizes.insertBlocks) / (Double($0) / 1e9) }
+}
+
+/// Orders of `0..<count` in which every element comes first equally often
+/// and directly follows every other element equally often (a Williams
+/// square; for an odd count, its rows and their reverses).
+func williamsOrders(_ count: Int) -> [[Int]] {
+    guard count > 1 else { return [Array(0..<count)] }
+    var first = [0]
+    var low = 1
+    var high = count - 1
+    while first.count < count {
+        first.append(low)
+        low += 1
+        if first.count < count {
+            first.append(high)
+            high -= 1
+        }
+    }
+    let rows = (0..<count).map { shift in first.map { ($0 + shift) % count } }
+    return count.isMultiple(of: 2) ? rows : rows + rows.map { $0.reversed() }
 }
 
 /// Creates `other (id, v)` with `rows` rows: the table idle observations read.
@@ -154,7 +176,10 @@ func stop(_ tasks: [Task<Void, any Error>]) async {
 
 /// Workload 1: raw inserts; a DBWatch pool that never has an observation;
 /// and a second pool with 0, 1, 100, 1,000 and 10,000 idle observations of
-/// another table. At each step the three insert in interleaved blocks.
+/// another table. Each pool is written to from an ordinary task and from a
+/// task on its writer's executor (no thread hops: the cost of the writes
+/// alone, with far less noise). At each step the five series insert in
+/// interleaved blocks, and both pools grow at the same pace.
 func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     let scratch = ScratchDirectory("write")
     defer { scratch.remove() }
@@ -165,28 +190,29 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     defer { plain.close() }
     let observed = try DatabasePool(path: scratch.file("observed.sqlite"))
     defer { observed.close() }
-    // Written to by a task on its writer's executor; a pool of its own, so
-    // that every pool grows (and checkpoints) at the same pace.
-    let hosted = try DatabasePool(path: scratch.file("hosted.sqlite"))
-    defer { hosted.close() }
-    for pool in [plain, observed, hosted] {
+    for pool in [plain, observed] {
         try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
         }
         // The same content in both pools; every table exists before the
         // first observation (a schema change makes every observation refetch).
         try await createOtherTable(pool, rows: sizes.idleCounts.max()!)
     }
-    let series: [InsertSeries] = [.raw(raw), .dbwatch(plain), .dbwatch(observed), .onWriter(hosted)]
+    let series: [InsertSeries] = [
+        .raw(raw), .dbwatch(plain), .dbwatch(observed), .onWriter(plain), .onWriter(observed),
+    ]
 
-    // The cost of the hop alone: an empty job on the writer thread and back.
+    // The cost of the hop alone: an empty job on the writer thread and back
+    // (on a pool of its own, measured pools stay alike).
+    let hops = try DatabasePool(path: scratch.file("hops.sqlite"))
     let trips = sizes.inserts / 10
-    for _ in 0..<100 { try await plain.writeWithoutTransaction { _ in } }
+    for _ in 0..<100 { try await hops.writeWithoutTransaction { _ in } }
     var tripStart = nowNanoseconds()
-    for _ in 0..<trips { try await plain.writeWithoutTransaction { _ in } }
+    for _ in 0..<trips { try await hops.writeWithoutTransaction { _ in } }
     let emptyTrip = Double(nowNanoseconds() - tripStart) / Double(trips) / 1000
     tripStart = nowNanoseconds()
-    for _ in 0..<trips { try await plain.write { _ in } }
+    for _ in 0..<trips { try await hops.write { _ in } }
     let emptyWrite = Double(nowNanoseconds() - tripStart) / Double(trips) / 1000
+    hops.close()
 
     var offset = 0
     var iterators: [QueryObservation<OtherRow>.Iterator] = []
@@ -210,11 +236,17 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
                     "insert.dbwatch.twin-0", "   second pool, no observation (noise check)", value: rates[2],
                     unit: "inserts/s", ratio: rates[2] / rates[1], against: "no-obs"),
                 Sample(
+                    "insert.dbwatch.writer-executor-twin-0", "   same, task on writerExecutor (noise check)",
+                    value: rates[4], unit: "inserts/s", ratio: rates[4] / rates[3], against: "no-obs"),
+                Sample(
                     "insert.raw.µs", "   raw: time per insert transaction", value: 1e6 / rates[0], unit: "µs",
                     higherIsBetter: false),
                 Sample(
                     "insert.dbwatch.µs", "   DBWatch: time per write", value: 1e6 / rates[1], unit: "µs",
                     higherIsBetter: false),
+                Sample(
+                    "insert.dbwatch.writer-executor.µs", "   DBWatch: time per write, task on writerExecutor",
+                    value: 1e6 / rates[3], unit: "µs", higherIsBetter: false),
                 Sample(
                     "insert.dbwatch.hop", "   DBWatch: empty writeWithoutTransaction round trip", value: emptyTrip,
                     unit: "µs", higherIsBetter: false),
@@ -230,7 +262,11 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
                     value: rates[2], unit: "inserts/s", ratio: rates[2] / rates[1], against: "no-obs",
                     target: .atLeastRatio(0.95)),
                 Sample(
-                    "insert.dbwatch.idle-\(count).raw", "   same, as a ratio of raw", value: rates[2],
+                    "insert.dbwatch.writer-executor.idle-\(count)", "   same, task on writerExecutor",
+                    value: rates[4], unit: "inserts/s", ratio: rates[4] / rates[3], against: "no-obs",
+                    target: .atLeastRatio(0.95)),
+                Sample(
+                    "insert.dbwatch.idle-\(count).raw", "   same (ordinary task), as a ratio of raw", value: rates[2],
                     unit: "inserts/s", ratio: rates[2] / rates[0], against: "raw"),
             ]
         }

@@ -145,8 +145,8 @@ final class ObservationCenter: Sendable {
                 return
             }
             var ids: Set<ObjectIdentifier> = []
-            for (table, change) in changes.tables {
-                guard let observers = state.byTable[table] else { continue }
+            changes.forEachTable { table, change in
+                guard let observers = state.byTable[table] else { return }
                 for (id, read) in observers where change.touches(read) {
                     ids.insert(id)
                 }

@@ -112,7 +112,7 @@ final class ChangeCollector {
         if succeeded && total != totalChangesMark {
             // Tables the statement writes but no hook reported: virtual
             // tables (their shadow tables are what the hooks see).
-            for (table, columns) in statement.footprint.writes where pending.tables[table] == nil {
+            for (table, columns) in statement.footprint.writes where pending.change(of: table) == nil {
                 pending.insert(table, columns: columns, rowID: nil)
             }
         }

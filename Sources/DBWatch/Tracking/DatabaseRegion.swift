@@ -184,12 +184,13 @@ enum RowSet: Hashable, Sendable {
         RowSet(set.union(other.set))
     }
 
-    /// Whether any of `rowIDs` is in the set.
+    /// Whether the two sets share a rowid.
     @inline(__always)
-    func intersects(_ rowIDs: Set<Int64>) -> Bool {
-        switch self {
-        case .one(let rowID): return rowIDs.contains(rowID)
-        case .many(let set): return !set.isDisjoint(with: rowIDs)
+    func intersects(_ other: RowSet) -> Bool {
+        switch (self, other) {
+        case (.one(let rowID), .one(let otherRowID)): return rowID == otherRowID
+        case (.one(let rowID), .many(let set)), (.many(let set), .one(let rowID)): return set.contains(rowID)
+        case (.many(let set), .many(let otherSet)): return !set.isDisjoint(with: otherSet)
         }
     }
 }
