@@ -312,3 +312,10 @@ final class Locked<Value: Sendable>: Sendable {
         mutex.withLock(body)
     }
 }
+
+/// Hands a value that is not `Sendable` to a closure that runs while the
+/// sender waits for it (a raw connection used on a pool's thread).
+struct UncheckedSendable<Value>: @unchecked Sendable {  // one thread at a time: the sender awaits the closure
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
