@@ -174,35 +174,21 @@ func stop(_ tasks: [Task<Void, any Error>]) async {
 
 // MARK: - 1. Write overhead
 
-/// Workload 1: raw inserts; a DBWatch pool that never has an observation;
-/// and a second pool with 0, 1, 100, 1,000 and 10,000 idle observations of
-/// another table. Each pool is written to from an ordinary task and from a
-/// task on its writer's executor (no thread hops: the cost of the writes
-/// alone, with far less noise). At each step the five series insert in
-/// interleaved blocks, and both pools grow at the same pace.
+/// Workload 1, for each number of idle observations (0, 1, 100, 1,000,
+/// 10,000), on fresh files: raw inserts; a DBWatch pool that has no
+/// observation; and a twin pool with that many idle observations of another
+/// table. Each pool is written to from an ordinary task and from a task on
+/// its writer's executor (no thread hops: the cost of the writes alone, with
+/// far less noise). The five series insert in interleaved blocks, and both
+/// pools grow at the same pace. Fresh files per step keep every step alike
+/// (on the same files, later steps measured a few points lower whatever the
+/// number of observations).
 func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     let scratch = ScratchDirectory("write")
     defer { scratch.remove() }
     var samples: [Sample] = []
 
-    let raw = try RawInserter(path: scratch.file("raw.sqlite"))
-    let plain = try DatabasePool(path: scratch.file("plain.sqlite"))
-    defer { plain.close() }
-    let observed = try DatabasePool(path: scratch.file("observed.sqlite"))
-    defer { observed.close() }
-    for pool in [plain, observed] {
-        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
-        }
-        // The same content in both pools; every table exists before the
-        // first observation (a schema change makes every observation refetch).
-        try await createOtherTable(pool, rows: sizes.idleCounts.max()!)
-    }
-    let series: [InsertSeries] = [
-        .raw(raw), .dbwatch(plain), .dbwatch(observed), .onWriter(plain), .onWriter(observed),
-    ]
-
-    // The cost of the hop alone: an empty job on the writer thread and back
-    // (on a pool of its own, measured pools stay alike).
+    // The cost of the hop alone: an empty job on the writer thread and back.
     let hops = try DatabasePool(path: scratch.file("hops.sqlite"))
     let trips = sizes.inserts / 10
     for _ in 0..<100 { try await hops.writeWithoutTransaction { _ in } }
@@ -214,13 +200,29 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     let emptyWrite = Double(nowNanoseconds() - tripStart) / Double(trips) / 1000
     hops.close()
 
-    var offset = 0
-    var iterators: [QueryObservation<OtherRow>.Iterator] = []
     for count in [0] + sizes.idleCounts {
-        try await addIdleObservations(observed, to: &iterators, count: count - iterators.count)
+        let raw = try RawInserter(path: scratch.file("raw-\(count).sqlite"))
+        let plain = try DatabasePool(path: scratch.file("plain-\(count).sqlite"))
+        defer { plain.close() }
+        let observed = try DatabasePool(path: scratch.file("observed-\(count).sqlite"))
+        defer { observed.close() }
+        for pool in [plain, observed] {
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+            }
+            // The same content in both pools; every table exists before the
+            // first observation (a schema change makes every observation refetch).
+            try await createOtherTable(pool, rows: sizes.idleCounts.max()!)
+        }
+        let series: [InsertSeries] = [
+            .raw(raw), .dbwatch(plain), .dbwatch(observed), .onWriter(plain), .onWriter(observed),
+        ]
+        var iterators: [QueryObservation<OtherRow>.Iterator] = []
+        try await addIdleObservations(observed, to: &iterators, count: count)
         guard observed.observationCount == count else {
             throw RawError(description: "expected \(count) observations, found \(observed.observationCount)")
         }
+        var offset = 0
         let rates = try await interleavedRates(series, sizes: sizes, offset: &offset)
         if count == 0 {
             samples += [
@@ -270,12 +272,12 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
                     unit: "inserts/s", ratio: rates[2] / rates[0], against: "raw"),
             ]
         }
+        // The idle observations must have cost nothing: one fetch each, the first.
+        if let statistics = observed.statistics(for: OtherRow(id: 1)), statistics.fetches != 1 {
+            progress("warning: an idle observation fetched \(statistics.fetches) times: \(statistics)")
+        }
+        iterators.removeAll()
     }
-    // The idle observations must have cost nothing: one fetch each, the first.
-    if let statistics = observed.statistics(for: OtherRow(id: 1)), statistics.fetches != 1 {
-        progress("warning: an idle observation fetched \(statistics.fetches) times: \(statistics)")
-    }
-    iterators.removeAll()
     return samples
 }
 
