@@ -6,6 +6,23 @@ import Testing
 struct AccessTests {
     static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
+    @Test func connectionThreadsCarryTheirNamesForTopAndPerf() async throws {
+        /// The OS name of the calling thread, as `top -H` and `perf` show it.
+        @Sendable func osThreadName() throws -> String {
+            try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            let queue = try DatabaseQueue()
+            defer { queue.close() }
+            #expect(try await pool.writeWithoutTransaction { _ in try osThreadName() } == "dbwatch.writer")
+            #expect(try await pool.read { _ in try osThreadName() }.hasPrefix("dbwatch.read."))
+            #expect(try await queue.read { _ in try osThreadName() } == "dbwatch.queue")
+        }
+    }
+
     @Test func poolReadersRunWhileWriterHoldsATransaction() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))

@@ -4,7 +4,8 @@ import Foundation
 /// ``JobQueue``. SQLite's blocking calls run here, never on Swift's
 /// cooperative pool.
 enum ConnectionThread {
-    /// Starts a thread serving `queue`. `open` runs on the new thread at the
+    /// Starts a thread named `name` (at most 15 bytes: Linux's limit for
+    /// thread names) serving `queue`. `open` runs on the new thread at the
     /// first job (or receives a connection opened by the caller); an open
     /// failure fails that job, and the next job retries.
     static func start(
@@ -13,6 +14,9 @@ enum ConnectionThread {
     ) {
         queue.workerWillStart()
         let thread = Thread {
+            // Set from the thread itself: only then does Foundation name the
+            // OS thread (what `top -H` and `perf` show; at most 15 bytes).
+            Thread.current.name = name
             queue.workerDidStart()
             var database = connection?.value
             while let job = queue.pop() {
@@ -30,7 +34,6 @@ enum ConnectionThread {
             database = nil
             queue.workerDidExit()
         }
-        thread.name = name
         thread.stackSize = 1 << 20
         thread.start()
     }

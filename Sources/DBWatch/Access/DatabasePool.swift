@@ -67,7 +67,7 @@ public final class DatabasePool: DatabaseWriter {
             throw SQLiteError.databaseClosed
         }
         for index in 0..<max(1, configuration.maximumReaderCount) {
-            ConnectionThread.start(name: "dbwatch.reader.\(index)", queue: readerJobs) {
+            ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) {
                 try Database(path: path, configuration: configuration, readOnly: true)
             }
         }
