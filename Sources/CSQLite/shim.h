@@ -21,4 +21,20 @@ static inline sqlite3_destructor_type dbwatch_transient(void) {
     return SQLITE_TRANSIENT;
 }
 
+#ifdef __linux__
+#include <pthread.h>
+
+// glibc declares pthread_setname_np only under _GNU_SOURCE, which Swift's
+// Glibc module is not built with.
+extern int pthread_setname_np(pthread_t thread, const char *name);
+
+/// Names the calling thread as `top -H`, `perf` and `/proc` show it (at
+/// most 15 bytes; a longer name is refused and the old one kept).
+/// Foundation's `Thread.name` does so only when it wins a race with the
+/// thread's creator.
+static inline int dbwatch_name_current_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}
+#endif
+
 #endif

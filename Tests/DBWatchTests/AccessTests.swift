@@ -17,7 +17,8 @@ struct AccessTests {
             defer { pool.close() }
             let queue = try DatabaseQueue()
             defer { queue.close() }
-            #expect(try await pool.writeWithoutTransaction { _ in try osThreadName() } == "dbwatch.writer")
+            let writerName = try await pool.writeWithoutTransaction { _ in try osThreadName() }
+            #expect(writerName == "dbwatch.writer")
             #expect(try await pool.read { _ in try osThreadName() }.hasPrefix("dbwatch.read."))
             #expect(try await queue.read { _ in try osThreadName() } == "dbwatch.queue")
         }

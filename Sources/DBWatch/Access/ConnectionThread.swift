@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 
 /// A dedicated thread that owns one connection and runs the jobs of a
@@ -14,9 +15,7 @@ enum ConnectionThread {
     ) {
         queue.workerWillStart()
         let thread = Thread {
-            // Set from the thread itself: only then does Foundation name the
-            // OS thread (what `top -H` and `perf` show; at most 15 bytes).
-            Thread.current.name = name
+            nameCurrentThread(name)
             queue.workerDidStart()
             var database = connection?.value
             while let job = queue.pop() {
@@ -34,6 +33,7 @@ enum ConnectionThread {
             database = nil
             queue.workerDidExit()
         }
+        thread.name = name
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -42,4 +42,12 @@ enum ConnectionThread {
 /// Moves a non-Sendable value to another thread that becomes its only user.
 struct UnsafeTransfer<Value>: @unchecked Sendable {  // the sender never touches the value again
     let value: Value
+}
+
+/// Names the calling thread for `top -H`, `perf` and `/proc` (at most 15
+/// bytes: Linux's limit).
+func nameCurrentThread(_ name: String) {
+    #if os(Linux)
+        _ = name.withCString { dbwatch_name_current_thread($0) }
+    #endif
 }

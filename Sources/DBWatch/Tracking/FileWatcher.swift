@@ -38,9 +38,7 @@ final class FileWatcher: Sendable {
         self.inotify = inotify
         self.stopPipe = (fds[0], fds[1])
         let thread = Thread { [inotify, stopPipe, exited] in
-            // Set from the thread itself: only then does Foundation name the
-            // OS thread (what `top -H` and `perf` show; at most 15 bytes).
-            Thread.current.name = "dbwatch.watcher"
+            nameCurrentThread("dbwatch.watcher")
             FileWatcher.run(inotify: inotify, stop: stopPipe.read, names: names, onChange: onChange)
             exited.signal()
         }
