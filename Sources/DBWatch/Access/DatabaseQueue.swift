@@ -140,7 +140,8 @@ public final class DatabaseQueue: DatabaseWriter {
     /// observation watches.
     ///
     /// ```swift
-    /// print(try await database.explain(TopPlayers()))
+    /// let explanation = try await database.explain(TopPlayers())
+    /// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
     /// ```
     public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
         try await observationHost.explain(request)

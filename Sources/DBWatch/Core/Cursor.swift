@@ -11,7 +11,7 @@ import CSQLite
 /// try await pool.read { db in
 ///     let cursor = try db.fetchCursor(sql: "SELECT id, name FROM player")
 ///     while let row = try cursor.next() {
-///         print(try row.decode(String.self, at: "name"))
+///         names.append(try row.decode(String.self, at: "name"))
 ///     }
 /// }
 /// ```

@@ -312,7 +312,7 @@ public final class Database {
     ///
     /// ```swift
     /// try db.execute(sql: "DELETE FROM player WHERE score < 10")
-    /// print(db.changesCount)
+    /// let deleted = db.changesCount
     /// ```
     public var changesCount: Int {
         handle.map { Int(sqlite3_changes64($0)) } ?? 0

@@ -11,7 +11,7 @@ import CSQLite
 /// do {
 ///     try db.execute(sql: "INSERT INTO player (id, name) VALUES (?, ?)", arguments: [1, "Arthur"])
 /// } catch let error as SQLiteError where error.code == .constraintUnique {
-///     print(error.message ?? "")  // "UNIQUE constraint failed: player.id"
+///     logger.warning("\(error.message ?? "")")  // "UNIQUE constraint failed: player.id"
 /// }
 /// ```
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {

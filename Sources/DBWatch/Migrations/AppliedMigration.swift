@@ -4,7 +4,7 @@
 /// ```swift
 /// let status = try await migrator.status(of: queue)
 /// for record in status.applied {
-///     print(record.number, record.name, record.appliedAt)   // 1 create_player 2025-01-31T09:12:45.123Z
+///     logger.info("\(record.number) \(record.name) \(record.appliedAt)")  // 1 create_player 2025-01-31T09:12:45.123Z
 /// }
 /// ```
 public struct AppliedMigration: Hashable, Sendable, CustomStringConvertible {

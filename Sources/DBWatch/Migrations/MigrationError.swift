@@ -10,9 +10,9 @@
 /// do {
 ///     try await migrator.migrate(queue)
 /// } catch let MigrationError.statementFailed(fileName, line, statement, error) {
-///     print("\(fileName):\(line): \(error.message ?? "")\n\(statement)")
+///     logger.error("\(fileName):\(line): \(error.message ?? "")\n\(statement)")
 /// } catch let MigrationError.historyMismatch(changed, unknown) {
-///     print("changed after being applied:", changed, "unknown to this app:", unknown)
+///     logger.error("changed after being applied: \(changed), unknown to this app: \(unknown)")
 /// }
 /// ```
 public enum MigrationError: Error, Sendable, CustomStringConvertible {
@@ -54,7 +54,7 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// migrator does not know. Nothing was applied.
     ///
     /// ```swift
-    /// catch let MigrationError.historyMismatch(changed, unknown) { print(changed, unknown) }
+    /// catch let MigrationError.historyMismatch(changed, unknown) { logger.error("\(changed) \(unknown)") }
     /// ```
     case historyMismatch(changed: [Migration], unknown: [AppliedMigration])
     /// A statement failed; its migration was rolled back. `line` is the

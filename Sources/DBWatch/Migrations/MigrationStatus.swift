@@ -3,9 +3,9 @@
 /// ```swift
 /// let status = try await migrator.status(of: queue)
 /// if !status.matchesHistory {
-///     print("changed:", status.changed, "unknown:", status.unknown)
+///     logger.error("changed: \(status.changed), unknown: \(status.unknown)")
 /// } else if !status.pending.isEmpty {
-///     print("to apply:", status.pending.map(\.fileName))
+///     logger.info("to apply: \(status.pending.map(\.fileName))")
 /// }
 /// ```
 public struct MigrationStatus: Hashable, Sendable {
@@ -73,7 +73,7 @@ public struct MigrationStatus: Hashable, Sendable {
     /// Whether every migration is applied and the history agrees.
     ///
     /// ```swift
-    /// if try await migrator.status(of: queue).isUpToDate { print("schema is current") }
+    /// if try await migrator.status(of: queue).isUpToDate { logger.info("schema is current") }
     /// ```
     public var isUpToDate: Bool { pending.isEmpty && matchesHistory }
 

@@ -13,7 +13,7 @@ import Synchronization
 /// let migrator = try Migrator(directory: "Migrations")
 /// let queue = try DatabaseQueue(path: "/var/lib/app/db.sqlite")
 /// let applied = try await migrator.migrate(queue)
-/// print("applied", applied.map(\.fileName))      // ["0001_create_team_and_player.sql", …]
+/// logger.info("applied \(applied.map(\.fileName))")  // ["0001_create_team_and_player.sql", …]
 /// ```
 ///
 /// Each migration runs in its own `BEGIN IMMEDIATE` transaction that
@@ -127,7 +127,7 @@ public struct Migrator: Sendable {
     ///
     /// ```swift
     /// let status = try await migrator.status(of: queue)
-    /// print(status.applied.count, "applied,", status.pending.count, "pending")
+    /// logger.info("\(status.applied.count) applied, \(status.pending.count) pending")
     /// ```
     ///
     /// - Parameter writer: the database.
@@ -142,7 +142,7 @@ public struct Migrator: Sendable {
     ///
     /// ```swift
     /// for migration in try await migrator.dryRun(queue) {
-    ///     print("would apply", migration.fileName)
+    ///     logger.info("would apply \(migration.fileName)")
     /// }
     /// ```
     ///

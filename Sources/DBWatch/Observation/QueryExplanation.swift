@@ -3,8 +3,7 @@
 ///
 /// ```swift
 /// let explanation = try await pool.explain(TopPlayers())
-/// print(explanation)
-/// // Observes main.player: columns id, name, score.
+/// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
 /// ```
 public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// The region a fetch reads now.

@@ -3,7 +3,7 @@
 ///
 /// ```swift
 /// for try await players in pool.observe(TopPlayers()) {
-///     print(players.map(\.name))
+///     leaderboard.update(players.map(\.name))
 /// }
 /// ```
 ///
