@@ -31,9 +31,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Test support: a SQLite VFS whose writes fail on demand (disk full,
+        // I/O errors). Not part of any product.
+        .target(
+            name: "CFaultInjection",
+            dependencies: ["CSQLite"],
+            path: "Tests/CFaultInjection"
+        ),
         .testTarget(
             name: "DBWatchTests",
-            dependencies: ["DBWatch"]
+            dependencies: ["DBWatch", "CSQLite", "CFaultInjection"]
         ),
         .testTarget(
             name: "dbwatchTests",

@@ -231,7 +231,9 @@ struct ChangeTrackingTrapTests {
     }
 
     @Test func failedCommitPublishesNothing() async throws {
-        // A deferred foreign key makes COMMIT itself fail after the commit hook fired.
+        // A deferred foreign key makes COMMIT itself fail. SQLite checks it
+        // before it calls the commit hook; FailedCommitTests covers commits
+        // that fail after the hook (a full disk).
         let queue = try DatabaseQueue()
         try await queue.write { db in
             try db.execute(

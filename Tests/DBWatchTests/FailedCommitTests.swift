@@ -1,0 +1,191 @@
+import CFaultInjection
+import CSQLite
+import Foundation
+import Testing
+
+@testable import DBWatch
+
+/// The trap of a commit that fails after SQLite called the commit hook: the
+/// hook runs before the pages are written, so a full disk or an I/O error
+/// can still fail the commit. Writes fail on demand through a VFS over the
+/// default one (`Tests/CFaultInjection`), selected with a URI filename.
+@Suite("Commits that fail after the commit hook")
+struct FailedCommitTests {
+    /// A fault-injecting VFS registered under a name of its own for one test.
+    final class FaultyDisk: @unchecked Sendable {  // the C side keeps its state in atomics
+        let name = "dbwatch-faulty-\(UUID().uuidString)"
+        let vfs: OpaquePointer
+
+        init() throws {
+            vfs = try #require(dbwatch_fault_vfs_register(name))
+        }
+
+        deinit { dbwatch_fault_vfs_unregister(vfs) }
+
+        /// Makes every write, truncation and sync fail with `code` (nil: none).
+        func failWrites(with code: Int32?) { dbwatch_fault_vfs_set_write_error(vfs, code ?? 0) }
+
+        var failureCount: Int64 { dbwatch_fault_vfs_failure_count(vfs) }
+
+        /// The URI that opens `path` through this VFS.
+        func uri(_ path: String) -> String { "file:\(path)?vfs=\(name)" }
+
+        var configuration: Configuration {
+            var configuration = Configuration()
+            configuration.allowsURIFilenames = true
+            configuration.busyTimeout = .seconds(20)
+            return configuration
+        }
+    }
+
+    @Test("SQLite calls the commit hook, then the commit fails on a full disk")
+    func commitHookFiresForACommitThatFails() throws {
+        let disk = try FaultyDisk()
+        try withTemporaryDirectoryNow { directory in
+            var handle: OpaquePointer?
+            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI
+            #expect(sqlite3_open_v2(disk.uri(directory.file("raw.sqlite")), &handle, flags, nil) == SQLITE_OK)
+            defer { sqlite3_close_v2(handle) }
+            #expect(
+                sqlite3_exec(handle, "CREATE TABLE t (a); BEGIN; INSERT INTO t VALUES (1)", nil, nil, nil) == SQLITE_OK)
+            let hookCalls = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            defer { hookCalls.deallocate() }
+            hookCalls.pointee = 0
+            sqlite3_commit_hook(
+                handle,
+                { context in
+                    context!.assumingMemoryBound(to: Int.self).pointee += 1
+                    return 0
+                }, hookCalls)
+            disk.failWrites(with: SQLITE_FULL)
+            #expect(sqlite3_exec(handle, "COMMIT", nil, nil, nil) & 0xFF == SQLITE_FULL)
+            disk.failWrites(with: nil)
+            #expect(hookCalls.pointee == 1)
+            #expect(disk.failureCount > 0)
+            if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(handle, "SELECT count(*) FROM t", -1, &statement, nil)
+            defer { sqlite3_finalize(statement) }
+            #expect(sqlite3_step(statement) == SQLITE_ROW)
+            #expect(sqlite3_column_int64(statement, 0) == 0)
+        }
+    }
+
+    enum Kind: String, CaseIterable, Sendable {
+        case queue, pool
+    }
+
+    /// A write whose commit fails on a full disk publishes nothing, leaves
+    /// nothing pending for the next commit, and loses no committed data; the
+    /// connection and its observations keep working.
+    @Test("a failed commit publishes nothing", arguments: Kind.allCases)
+    func failedCommitPublishesNothing(kind: Kind) async throws {
+        let disk = try FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let uri = disk.uri(directory.file("db.sqlite"))
+            let database: any DatabaseWriter =
+                switch kind {
+                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
+                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
+                }
+            try await database.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);
+                        CREATE TABLE b (x);
+                        INSERT INTO a VALUES (1, 'kept');
+                        """)
+            }
+            let request = IntRequest("SELECT count(*) FROM a")
+            let (values, task) = record(database.observe(request))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            #expect(values.values.last?.value == 1)
+            let before = try #require(database.statistics(for: request))
+
+            // The INSERT succeeds; the disk fills up before COMMIT.
+            await #expect {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO a VALUES (2, 'lost')")
+                    disk.failWrites(with: SQLITE_FULL)
+                }
+            } throws: { error in
+                (error as? SQLiteError)?.primaryCode == .full
+            }
+            disk.failWrites(with: nil)
+            #expect(disk.failureCount > 0)
+            let afterFailure = try #require(database.statistics(for: request))
+            #expect(afterFailure.changesNotified == before.changesNotified)
+
+            // A commit of another table: had the failed transaction's changes
+            // stayed pending, they would be published with it.
+            try await database.write { db in try db.execute(sql: "INSERT INTO b VALUES (1)") }
+            let afterOtherTable = try #require(database.statistics(for: request))
+            #expect(afterOtherTable.changesNotified == before.changesNotified)
+
+            try await database.write { db in try db.execute(sql: "INSERT INTO a VALUES (3, 'new')") }
+            try await values.wait { $0.last?.value == 2 }
+            let final = try #require(database.statistics(for: request))
+            #expect(final.changesNotified == before.changesNotified + 1)
+            #expect(values.values.compactMap(\.value) == [1, 2])
+
+            let rows = try await database.read { db in
+                try db.fetchAll(String.self, sql: "SELECT v FROM a ORDER BY id")
+            }
+            #expect(rows == ["kept", "new"])
+            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
+            }
+            #expect(integrity == "ok")
+            database.close()
+        }
+    }
+
+    /// A full disk fails a write with a typed error at whatever point the
+    /// write reaches the disk (the rollback journal during the statement,
+    /// the WAL at commit); committed data stays, and writes work again once
+    /// there is space.
+    @Test("a full disk is a typed error and loses nothing", arguments: Kind.allCases)
+    func fullDiskLosesNothing(kind: Kind) async throws {
+        let disk = try FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let uri = disk.uri(directory.file("db.sqlite"))
+            let database: any DatabaseWriter =
+                switch kind {
+                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
+                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
+                }
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO a VALUES (1, 'kept')")
+            }
+            disk.failWrites(with: SQLITE_FULL)
+            for attempt in 0..<3 {
+                await #expect {
+                    try await database.write { db in
+                        try db.execute(sql: "INSERT INTO a (v) SELECT 'lost' || ? FROM a", arguments: [attempt])
+                    }
+                } throws: { error in
+                    (error as? SQLiteError)?.primaryCode == .full
+                }
+            }
+            // Reads still work while the disk is full.
+            #expect(try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM a") } == 1)
+            disk.failWrites(with: nil)
+            try await database.write { db in try db.execute(sql: "INSERT INTO a VALUES (2, 'new')") }
+            let rows = try await database.read { db in
+                try db.fetchAll(String.self, sql: "SELECT v FROM a ORDER BY id")
+            }
+            #expect(rows == ["kept", "new"])
+            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
+            }
+            #expect(integrity == "ok")
+            database.close()
+        }
+    }
+}
+
+/// The synchronous form of ``withTemporaryDirectory(_:)``.
+private func withTemporaryDirectoryNow<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    return try body(directory)
+}
