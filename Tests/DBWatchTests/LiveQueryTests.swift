@@ -46,6 +46,24 @@ struct LiveQueryTests {
         try await waitUntil { queue.observationCount == 0 }
     }
 
+    @Test func liveQueryRunEndsWhenTheDatabaseCloses() async throws {
+        let queue = try await makePlayerQueue()
+        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let runner = Task { await live.run() }
+        defer { runner.cancel() }
+        let recorder = ValueRecorder<[String]>()
+        let consumer = Task { for await names in live.values { recorder.append(names) } }
+        try await waitUntil { live.subscriberCount == 1 && queue.observationCount == 1 }
+        try await recorder.wait { $0.last == [] }
+        queue.close()
+        // run() returns, the subscribers' loops end, and the error says why.
+        try await withTimeout { await runner.value }
+        try await withTimeout { await consumer.value }
+        #expect((live.error as? SQLiteError)?.message == "database is closed")
+        #expect(live.value == [])
+        #expect(queue.observationCount == 0)
+    }
+
     @Test func liveQueryKeepsLatestError() async throws {
         let queue = try DatabaseQueue()
         let live = LiveQuery(IntRequest("SELECT count(*) FROM missing"), in: queue)

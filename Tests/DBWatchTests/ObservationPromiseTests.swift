@@ -234,6 +234,49 @@ struct ObservationPromiseTests {
         }
     }
 
+    @Test("9. closing the database ends every observation")
+    func closingEndsObservations() async throws {
+        try await Self.withDatabases { database in
+            func isClosedError(_ error: (any Error)?) -> Bool {
+                (error as? SQLiteError)?.message == "database is closed"
+            }
+            let (results, resultsTask) = record(database.observe(PlayerNames()))
+            let throwing = Task { () -> (any Error)? in
+                do {
+                    for try await _ in database.observe(AllPlayers()) {}
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            try await results.wait(forCount: 1)
+            try await waitUntil { database.observationCount == 2 }
+            database.close()
+
+            // The Result form ends after the error; the throwing form throws it.
+            try await withTimeout { await resultsTask.value }
+            #expect(results.values.count == 2)
+            if case .failure(let error)? = results.values.last {
+                #expect(isClosedError(error))
+            } else {
+                Issue.record("the last element is not the close error: \(results.values)")
+            }
+            let thrown = try await withTimeout { await throwing.value }
+            #expect(isClosedError(thrown))
+            #expect(database.observationCount == 0)
+
+            // Observing a closed database ends at once with the same error.
+            let late = try await withTimeout { () async throws -> [Result<[String], any Error>] in
+                var elements: [Result<[String], any Error>] = []
+                for await result in database.observe(PlayerNames()).results { elements.append(result) }
+                return elements
+            }
+            #expect(late.count == 1)
+            if case .failure(let error)? = late.first { #expect(isClosedError(error)) }
+            #expect(database.observationCount == 0)
+        }
+    }
+
     static func writerHooksInstalled(_ database: any DatabaseWriter) async throws -> Bool {
         if let queue = database as? DatabaseQueue {
             return try await queue.writeWithoutTransaction { db in db.changeCollector!.hooksInstalled }

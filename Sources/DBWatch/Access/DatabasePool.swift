@@ -113,7 +113,8 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     /// Closes every connection after the jobs already queued, and waits.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed").
+    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
+    /// every observation ends: its last element is that error.
     ///
     /// ```swift
     /// pool.close()
@@ -125,6 +126,7 @@ public final class DatabasePool: DatabaseWriter {
         readerJobs.waitForWorkersUnlessCalledFromOne()
         writerJobs.close()
         writerJobs.waitForWorkersUnlessCalledFromOne()
+        observationHost.center.close()
     }
 
     // MARK: - Observation

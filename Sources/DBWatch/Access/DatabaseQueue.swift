@@ -104,7 +104,8 @@ public final class DatabaseQueue: DatabaseWriter {
     }
 
     /// Closes the connection after the jobs already queued, and waits for it.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed").
+    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
+    /// every observation ends: its last element is that error.
     ///
     /// ```swift
     /// queue.close()
@@ -113,6 +114,7 @@ public final class DatabaseQueue: DatabaseWriter {
         externalChangeMonitor?.stop()
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne()
+        observationHost.center.close()
     }
 
     // MARK: - Observation

@@ -65,7 +65,9 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// The error of the latest fetch, or `nil` once a fetch succeeds again.
     public var error: (any Error)? { state.withLock { $0.error } }
 
-    /// Keeps the observation running until the calling task is cancelled.
+    /// Keeps the observation running until the calling task is cancelled or
+    /// the database closes (then ``error`` is "database is closed"). When it
+    /// returns, the subscribers' loops end.
     ///
     /// ```swift
     /// let task = Task { await liveQuery.run() }
@@ -88,6 +90,10 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 }
                 if stale || Task.isCancelled { task.cancel() }
                 await task.value
+                // Neither a new request nor cancellation ended it: the
+                // database closed, and observing again would end at once.
+                let requestChanged = state.withLock { $0.generation != generation }
+                if !requestChanged && !Task.isCancelled { break }
             }
             let subscribers = state.withLock { state in
                 defer { state.subscribers = [:] }

@@ -9,6 +9,8 @@ protocol ObservationDriving: AnyObject, Sendable {
     func commitDidTouchRegion() -> (any ConnectionJob)?
     /// The database file was replaced: deliver the error.
     func deliver(_ error: any Error)
+    /// The database closed: end every subscriber with `error`.
+    func end(with error: any Error)
     /// The key the driver is shared under, if any.
     var sharingKey: SharingKey? { get }
 }
@@ -37,6 +39,8 @@ final class ObservationCenter: Sendable {
         var byTable: [TableName: [ObjectIdentifier: TableRegion]] = [:]
         /// Recent commits, oldest first.
         var recent: [RecentCommit] = []
+        /// The database closed: observations end at once.
+        var isClosed = false
     }
 
     /// At least this many recent commits are kept for fetches in flight; a
@@ -69,18 +73,32 @@ final class ObservationCenter: Sendable {
 
     /// Returns the running driver shared under `key`, or registers the one
     /// `make` creates. Registration happens before the first fetch.
+    /// After ``close()`` the driver is ended before it is returned.
     func driver<D: ObservationDriving>(sharedAs key: SharingKey?, make: () -> D) -> (D, isNew: Bool) {
-        state.withLock { state in
+        let (driver, isNew, isClosed) = state.withLock { state in
             if let key, let id = state.shared[key], let existing = state.entries[id]?.driver as? D {
-                return (existing, false)
+                return (existing, false, state.isClosed)
             }
             let driver = make()
             let id = ObjectIdentifier(driver)
             state.entries[id] = Entry(driver: driver, registeredAt: state.commitSerial)
             if let key { state.shared[key] = id }
             observationCount.add(1, ordering: .releasing)
-            return (driver, true)
+            return (driver, true, state.isClosed)
         }
+        if isClosed { driver.end(with: SQLiteError.databaseClosed) }
+        return (driver, isNew)
+    }
+
+    /// The database closed: every observation, running or started later,
+    /// delivers ``SQLiteError/databaseClosed`` as its last element and ends,
+    /// so that no consumer waits forever.
+    func close() {
+        let drivers = state.withLock { state in
+            state.isClosed = true
+            return state.entries.values.map(\.driver)
+        }
+        for driver in drivers { driver.end(with: SQLiteError.databaseClosed) }
     }
 
     /// Removes a driver and its index entries.

@@ -17,6 +17,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         var nextFetchAllowedAt: Duration?
         var timerScheduled = false
         var isStopped = false
+        /// The database closed: every subscriber ends with this error.
+        var closedError: (any Error)?
     }
 
     let request: Request
@@ -52,16 +54,35 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// driver holds one that no commit has outdated; otherwise the result of
     /// the fetch in flight or the next one.
     func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
-        let immediate = state.withLock { state -> Result<Request.Value, any Error>? in
+        let (immediate, closedError) = state.withLock { state -> (Result<Request.Value, any Error>?, (any Error)?) in
             state.subscribers.append(subscription)
+            if let closedError = state.closedError { return (nil, closedError) }
             if startFetch {
                 state.isFetching = true
-                return nil
+                return (nil, nil)
             }
-            return state.isFetching || state.needsFetch ? nil : state.lastResult
+            return (state.isFetching || state.needsFetch ? nil : state.lastResult, nil)
+        }
+        if let closedError {
+            subscription.finish(after: .failure(closedError))
+            return
         }
         if let immediate { subscription.offer(immediate) }
         if startFetch { enqueueFetch() }
+    }
+
+    /// The database closed: each subscriber receives `error` (unless it was
+    /// the last result it got) and then the end; later subscribers too.
+    func end(with error: any Error) {
+        let ending = state.withLock { state -> [(ObservationSubscription<Request.Value>, sendsError: Bool)] in
+            guard state.closedError == nil else { return [] }
+            state.closedError = error
+            let delivered = isSame(.failure(error), state.lastResult)
+            return state.subscribers.map { ($0, !(delivered && $0.hasReceived)) }
+        }
+        for (subscriber, sendsError) in ending {
+            subscriber.finish(after: sendsError ? .failure(error) : nil)
+        }
     }
 
     /// Removes a subscriber; the last one stops the driver.
@@ -104,7 +125,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     func commitDidTouchRegion() -> (any ConnectionJob)? {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
-            guard !state.isStopped else { return (false, nil) }
+            guard !state.isStopped, state.closedError == nil else { return (false, nil) }
             if state.isFetching {
                 state.needsFetch = true
                 return (false, nil)
@@ -127,7 +148,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             try? await limit.sleepUntil(offset)
             let start = state.withLock { state -> Bool in
                 state.timerScheduled = false
-                guard state.needsFetch, !state.isFetching, !state.isStopped else { return false }
+                guard state.needsFetch, !state.isFetching, !state.isStopped, state.closedError == nil else {
+                    return false
+                }
                 state.needsFetch = false
                 state.isFetching = true
                 return true
@@ -158,6 +181,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let startAnother = state.withLock { state -> Bool in
             state.fetches += 1
             state.isFetching = false
+            // After the database closed, subscribers only get its error.
+            guard state.closedError == nil else { return false }
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
             for subscriber in state.subscribers where changed || !subscriber.hasReceived {

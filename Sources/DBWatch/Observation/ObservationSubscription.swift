@@ -8,6 +8,8 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
         var latest: Result<Value, any Error>?
         var waiter: CheckedContinuation<Result<Value, any Error>?, Never>?
         var isFinished = false
+        /// The consumer gets what is waiting for it, then the end.
+        var isEnding = false
         /// Whether this consumer has received a first value.
         var hasReceived = false
     }
@@ -25,7 +27,7 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
     /// Offers a result: wakes the consumer or replaces an undelivered one.
     func offer(_ result: Result<Value, any Error>) {
         let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
-            guard !state.isFinished else { return nil }
+            guard !state.isFinished, !state.isEnding else { return nil }
             state.hasReceived = true
             if let waiter = state.waiter {
                 state.waiter = nil
@@ -39,14 +41,14 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
 
     /// The next result, or `nil` once finished or cancelled.
     func next() async -> Result<Value, any Error>? {
-        await withTaskCancellationHandler {
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let immediate = state.withLock { state -> Result<Value, any Error>?? in
                     if let latest = state.latest {
                         state.latest = nil
                         return .some(latest)
                     }
-                    if state.isFinished { return .some(nil) }
+                    if state.isFinished || state.isEnding { return .some(nil) }
                     state.waiter = continuation
                     return nil
                 }
@@ -55,6 +57,27 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
         } onCancel: {
             finish()
         }
+        if result == nil { finish() }
+        return result
+    }
+
+    /// Ends the subscription once the consumer has taken the result waiting
+    /// for it, or after `last` when given (it replaces a waiting result:
+    /// latest wins): the database closed.
+    func finish(after last: Result<Value, any Error>?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
+            guard !state.isFinished, !state.isEnding else { return nil }
+            state.isEnding = true
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if let last { state.latest = last }
+            return nil
+        }
+        // A waiting consumer had nothing pending: it gets `last`, or the
+        // end (and its `next()` then finishes the subscription).
+        waiter?.resume(returning: last)
     }
 
     /// Ends the subscription: a waiting consumer gets `nil`; the owner is told once.

@@ -17,6 +17,8 @@
 /// - `for try await` throws the first error and ends; ``results`` delivers
 ///   errors as values and keeps observing.
 /// - Breaking out of the loop or cancelling the task stops the observation.
+/// - Closing the database ends it: its last element is the error
+///   "database is closed" (thrown, or a `.failure` in ``results``).
 ///
 /// Each iteration is one subscription; identical requests iterated at the
 /// same time share one fetch per change.
@@ -33,7 +35,8 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
 
     /// The same observation with errors delivered as `.failure` values
     /// instead of ending the sequence: the next change refetches, and a
-    /// fixed schema recovers to `.success`.
+    /// fixed schema recovers to `.success`. It ends only when the consumer
+    /// stops or the database closes (after a last `.failure`).
     ///
     /// ```swift
     /// for await result in pool.observe(TopPlayers()).results {
