@@ -9,8 +9,9 @@ protocol ObservationDriving: AnyObject, Sendable {
     func commitDidTouchRegion() -> (any ConnectionJob)?
     /// The database file was replaced: deliver the error.
     func deliver(_ error: any Error)
-    /// The database closed: end every subscriber with `error`.
-    func end(with error: any Error)
+    /// The database closed: end every subscriber with
+    /// ``SQLiteError/databaseClosed``.
+    func endBecauseDatabaseClosed()
     /// The key the driver is shared under, if any.
     var sharingKey: SharingKey? { get }
 }
@@ -86,7 +87,7 @@ final class ObservationCenter: Sendable {
             observationCount.add(1, ordering: .releasing)
             return (driver, true, state.isClosed)
         }
-        if isClosed { driver.end(with: SQLiteError.databaseClosed) }
+        if isClosed { driver.endBecauseDatabaseClosed() }
         return (driver, isNew)
     }
 
@@ -98,7 +99,7 @@ final class ObservationCenter: Sendable {
             state.isClosed = true
             return state.entries.values.map(\.driver)
         }
-        for driver in drivers { driver.end(with: SQLiteError.databaseClosed) }
+        for driver in drivers { driver.endBecauseDatabaseClosed() }
     }
 
     /// Removes a driver and its index entries.

@@ -17,8 +17,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         var nextFetchAllowedAt: Duration?
         var timerScheduled = false
         var isStopped = false
-        /// The database closed: every subscriber ends with this error.
-        var closedError: (any Error)?
+        /// The database closed: every subscriber ends with its error. A
+        /// flag, not the error: idle observations must stay small.
+        var isClosed = false
     }
 
     let request: Request
@@ -54,29 +55,31 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// driver holds one that no commit has outdated; otherwise the result of
     /// the fetch in flight or the next one.
     func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
-        let (immediate, closedError) = state.withLock { state -> (Result<Request.Value, any Error>?, (any Error)?) in
+        let (immediate, isClosed) = state.withLock { state -> (Result<Request.Value, any Error>?, Bool) in
             state.subscribers.append(subscription)
-            if let closedError = state.closedError { return (nil, closedError) }
+            if state.isClosed { return (nil, true) }
             if startFetch {
                 state.isFetching = true
-                return (nil, nil)
+                return (nil, false)
             }
-            return (state.isFetching || state.needsFetch ? nil : state.lastResult, nil)
+            return (state.isFetching || state.needsFetch ? nil : state.lastResult, false)
         }
-        if let closedError {
-            subscription.finish(after: .failure(closedError))
+        if isClosed {
+            subscription.finish(after: .failure(SQLiteError.databaseClosed))
             return
         }
         if let immediate { subscription.offer(immediate) }
         if startFetch { enqueueFetch() }
     }
 
-    /// The database closed: each subscriber receives `error` (unless it was
-    /// the last result it got) and then the end; later subscribers too.
-    func end(with error: any Error) {
+    /// The database closed: each subscriber receives
+    /// ``SQLiteError/databaseClosed`` (unless it was the last result it got)
+    /// and then the end; later subscribers too.
+    func endBecauseDatabaseClosed() {
+        let error = SQLiteError.databaseClosed
         let ending = state.withLock { state -> [(ObservationSubscription<Request.Value>, sendsError: Bool)] in
-            guard state.closedError == nil else { return [] }
-            state.closedError = error
+            guard !state.isClosed else { return [] }
+            state.isClosed = true
             let delivered = isSame(.failure(error), state.lastResult)
             return state.subscribers.map { ($0, !(delivered && $0.hasReceived)) }
         }
@@ -125,7 +128,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     func commitDidTouchRegion() -> (any ConnectionJob)? {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
-            guard !state.isStopped, state.closedError == nil else { return (false, nil) }
+            guard !state.isStopped, !state.isClosed else { return (false, nil) }
             if state.isFetching {
                 state.needsFetch = true
                 return (false, nil)
@@ -148,7 +151,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             try? await limit.sleepUntil(offset)
             let start = state.withLock { state -> Bool in
                 state.timerScheduled = false
-                guard state.needsFetch, !state.isFetching, !state.isStopped, state.closedError == nil else {
+                guard state.needsFetch, !state.isFetching, !state.isStopped, !state.isClosed else {
                     return false
                 }
                 state.needsFetch = false
@@ -182,7 +185,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.fetches += 1
             state.isFetching = false
             // After the database closed, subscribers only get its error.
-            guard state.closedError == nil else { return false }
+            guard !state.isClosed else { return false }
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
             for subscriber in state.subscribers where changed || !subscriber.hasReceived {
