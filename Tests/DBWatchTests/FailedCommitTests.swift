@@ -9,7 +9,7 @@ import Testing
 /// hook runs before the pages are written, so a full disk or an I/O error
 /// can still fail the commit. Writes fail on demand through a VFS over the
 /// default one (`Tests/CFaultInjection`), selected with a URI filename.
-@Suite("Commits that fail after the commit hook")
+@Suite("Failed commits and a full disk")
 struct FailedCommitTests {
     /// A fault-injecting VFS registered under a name of its own for one test.
     final class FaultyDisk: @unchecked Sendable {  // the C side keeps its state in atomics
@@ -175,6 +175,49 @@ struct FailedCommitTests {
                 try db.fetchAll(String.self, sql: "SELECT v FROM a ORDER BY id")
             }
             #expect(rows == ["kept", "new"])
+            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
+            }
+            #expect(integrity == "ok")
+            database.close()
+        }
+    }
+
+    /// A full disk in the middle of migrating: the migration that hits it is
+    /// rolled back, those before it stay applied, and migrating again once
+    /// there is space applies the rest exactly once.
+    @Test("a full disk during migrations loses nothing", arguments: Kind.allCases)
+    func fullDiskDuringMigrations(kind: Kind) async throws {
+        let migrator = try Migrator(migrations: [
+            Migration(number: 1, name: "team", sql: "CREATE TABLE team (id INTEGER PRIMARY KEY, name TEXT);"),
+            Migration(number: 2, name: "player", sql: "CREATE TABLE player (id INTEGER PRIMARY KEY, team_id INT);"),
+            Migration(number: 3, name: "seed", sql: "INSERT INTO team (name) VALUES ('Reds');"),
+        ])
+        let disk = try FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let uri = disk.uri(directory.file("db.sqlite"))
+            let database: any DatabaseWriter =
+                switch kind {
+                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
+                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
+                }
+            #expect(try await migrator.migrate(database, upTo: 1).map(\.number) == [1])
+            disk.failWrites(with: SQLITE_FULL)
+            await #expect {
+                try await migrator.migrate(database)
+            } throws: { error in
+                switch error {
+                case MigrationError.statementFailed(_, _, _, let error): error.primaryCode == .full
+                case let error as SQLiteError: error.primaryCode == .full
+                default: false
+                }
+            }
+            disk.failWrites(with: nil)
+            let status = try await migrator.status(of: database)
+            #expect(status.applied.map(\.number) == [1])
+            #expect(status.pending.map(\.number) == [2, 3])
+            #expect(try await migrator.migrate(database).map(\.number) == [2, 3])
+            let teams = try await database.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM team") }
+            #expect(teams == ["Reds"])
             let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
             }
             #expect(integrity == "ok")
