@@ -224,6 +224,30 @@ struct FailedCommitTests {
             database.close()
         }
     }
+
+    /// Closing a pool checkpoints its WAL into the database file; on a full
+    /// disk the checkpoint fails, and the committed data stays in the WAL,
+    /// where the next open finds it.
+    @Test func closingOnAFullDiskKeepsCommittedData() async throws {
+        let disk = try FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let uri = disk.uri(directory.file("db.sqlite"))
+            let pool = try DatabasePool(path: uri, configuration: disk.configuration)
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE a (v); INSERT INTO a VALUES (1), (2), (3)")
+            }
+            disk.failWrites(with: SQLITE_FULL)
+            pool.close()
+            disk.failWrites(with: nil)
+            #expect(FileManager.default.fileExists(atPath: directory.file("db.sqlite-wal")))
+            let reopened = try DatabasePool(path: uri, configuration: disk.configuration)
+            #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT sum(v) FROM a") } == 6)
+            let integrity = try await reopened.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
+            }
+            #expect(integrity == "ok")
+            reopened.close()
+        }
+    }
 }
 
 /// The synchronous form of ``withTemporaryDirectory(_:)``.
