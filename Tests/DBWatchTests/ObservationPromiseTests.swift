@@ -277,6 +277,51 @@ struct ObservationPromiseTests {
         }
     }
 
+    @Test("9. closing while observations start and commits land strands no consumer")
+    func closingRacesWithObservations() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            let started = ValueRecorder<Int>()
+            let consumers = (0..<40).map { index in
+                Task { () -> Result<[String], any Error>? in
+                    var last: Result<[String], any Error>?
+                    // Half share one request, half observe requests of their own.
+                    let request = SQLRequest(
+                        "SELECT name FROM player WHERE id > ?", arguments: [index % 2 == 0 ? 0 : index])
+                    for await result in pool.observe(request).results {
+                        if last == nil { started.append(index) }
+                        last = result.map { rows in rows.compactMap { $0["name"]?.description } }
+                    }
+                    return last
+                }
+            }
+            let writer = Task {
+                for score in 0..<200 {
+                    do {
+                        try await pool.write { db in
+                            try db.execute(sql: "INSERT INTO player (name, score) VALUES ('p', ?)", arguments: [score])
+                        }
+                    } catch {
+                        return
+                    }
+                }
+            }
+            try await started.wait(forCount: 10)
+            pool.close()
+            for consumer in consumers {
+                let last = try await withTimeout { await consumer.value }
+                if case .failure(let error)? = last {
+                    #expect((error as? SQLiteError)?.message == "database is closed")
+                } else {
+                    Issue.record("a consumer did not end with the close error: \(String(describing: last))")
+                }
+            }
+            await writer.value
+            #expect(pool.observationCount == 0)
+        }
+    }
+
     static func writerHooksInstalled(_ database: any DatabaseWriter) async throws -> Bool {
         if let queue = database as? DatabaseQueue {
             return try await queue.writeWithoutTransaction { db in db.changeCollector!.hooksInstalled }
