@@ -91,7 +91,9 @@ struct BenchmarkMain {
             var runs: [[Sample]] = []
             for index in 1...options.runs {
                 progress("[\(workload.name)] run \(index)/\(options.runs)… (load average \(loadAverage()))")
-                runs.append(try await workload.run(sizes))
+                var sized = sizes
+                sized.run = index - 1
+                runs.append(try await workload.run(sized))
             }
             printSummaries(summarize(runs))
         }
