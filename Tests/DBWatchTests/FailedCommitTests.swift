@@ -30,6 +30,14 @@ struct FailedCommitTests {
         /// The URI that opens `path` through this VFS.
         func uri(_ path: String) -> String { "file:\(path)?vfs=\(name)" }
 
+        /// A queue or a pool on `path`, opened through this VFS.
+        func open(_ kind: Kind, at path: String) throws -> any DatabaseWriter {
+            switch kind {
+            case .queue: try DatabaseQueue(path: uri(path), configuration: configuration)
+            case .pool: try DatabasePool(path: uri(path), configuration: configuration)
+            }
+        }
+
         var configuration: Configuration {
             var configuration = Configuration()
             configuration.allowsURIFilenames = true
@@ -82,12 +90,7 @@ struct FailedCommitTests {
     func failedCommitPublishesNothing(kind: Kind) async throws {
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
-            let uri = disk.uri(directory.file("db.sqlite"))
-            let database: any DatabaseWriter =
-                switch kind {
-                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
-                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
-                }
+            let database = try disk.open(kind, at: directory.file("db.sqlite"))
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -133,9 +136,7 @@ struct FailedCommitTests {
                 try db.fetchAll(String.self, sql: "SELECT v FROM a ORDER BY id")
             }
             #expect(rows == ["kept", "new"])
-            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
-            }
-            #expect(integrity == "ok")
+            #expect(try await integrityCheck(of: database) == "ok")
             database.close()
         }
     }
@@ -148,12 +149,7 @@ struct FailedCommitTests {
     func fullDiskLosesNothing(kind: Kind) async throws {
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
-            let uri = disk.uri(directory.file("db.sqlite"))
-            let database: any DatabaseWriter =
-                switch kind {
-                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
-                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
-                }
+            let database = try disk.open(kind, at: directory.file("db.sqlite"))
             try await database.write { db in
                 try db.execute(sql: "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO a VALUES (1, 'kept')")
             }
@@ -175,9 +171,7 @@ struct FailedCommitTests {
                 try db.fetchAll(String.self, sql: "SELECT v FROM a ORDER BY id")
             }
             #expect(rows == ["kept", "new"])
-            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
-            }
-            #expect(integrity == "ok")
+            #expect(try await integrityCheck(of: database) == "ok")
             database.close()
         }
     }
@@ -194,12 +188,7 @@ struct FailedCommitTests {
         ])
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
-            let uri = disk.uri(directory.file("db.sqlite"))
-            let database: any DatabaseWriter =
-                switch kind {
-                case .queue: try DatabaseQueue(path: uri, configuration: disk.configuration)
-                case .pool: try DatabasePool(path: uri, configuration: disk.configuration)
-                }
+            let database = try disk.open(kind, at: directory.file("db.sqlite"))
             #expect(try await migrator.migrate(database, upTo: 1).map(\.number) == [1])
             disk.failWrites(with: SQLITE_FULL)
             await #expect {
@@ -218,9 +207,7 @@ struct FailedCommitTests {
             #expect(try await migrator.migrate(database).map(\.number) == [2, 3])
             let teams = try await database.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM team") }
             #expect(teams == ["Reds"])
-            let integrity = try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
-            }
-            #expect(integrity == "ok")
+            #expect(try await integrityCheck(of: database) == "ok")
             database.close()
         }
     }
@@ -242,12 +229,15 @@ struct FailedCommitTests {
             #expect(FileManager.default.fileExists(atPath: directory.file("db.sqlite-wal")))
             let reopened = try DatabasePool(path: uri, configuration: disk.configuration)
             #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT sum(v) FROM a") } == 6)
-            let integrity = try await reopened.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check")
-            }
-            #expect(integrity == "ok")
+            #expect(try await integrityCheck(of: reopened) == "ok")
             reopened.close()
         }
     }
+}
+
+/// What `PRAGMA integrity_check` says of `database`.
+private func integrityCheck(of database: any DatabaseWriter) async throws -> String? {
+    try await database.read { db in try db.fetchOne(String.self, sql: "PRAGMA integrity_check") }
 }
 
 /// The synchronous form of ``withTemporaryDirectory(_:)``.
