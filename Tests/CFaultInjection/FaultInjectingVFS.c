@@ -10,6 +10,7 @@ struct dbwatch_fault_vfs {
     sqlite3_vfs *real;      // the default VFS, which does the work
     char *name;
     _Atomic int write_error;
+    _Atomic int read_error;
     _Atomic int64_t failures;
 };
 
@@ -26,6 +27,12 @@ static int injected(dbwatch_fault_vfs *vfs) {
     return code;
 }
 
+static int injected_read(dbwatch_fault_vfs *vfs) {
+    int code = atomic_load(&vfs->read_error);
+    if (code != 0) atomic_fetch_add(&vfs->failures, 1);
+    return code;
+}
+
 #define REAL(file) (((fault_file *)(file))->real)
 #define VFS_OF(file) (((fault_file *)(file))->vfs)
 
@@ -34,6 +41,8 @@ static int f_close(sqlite3_file *file) {
     return rc;
 }
 static int f_read(sqlite3_file *file, void *buffer, int amount, sqlite3_int64 offset) {
+    int code = injected_read(VFS_OF(file));
+    if (code != 0) return code;
     return REAL(file)->pMethods->xRead(REAL(file), buffer, amount, offset);
 }
 static int f_write(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
@@ -165,6 +174,7 @@ dbwatch_fault_vfs *dbwatch_fault_vfs_register(const char *name) {
     }
     vfs->real = real;
     atomic_init(&vfs->write_error, 0);
+    atomic_init(&vfs->read_error, 0);
     atomic_init(&vfs->failures, 0);
     vfs->base.iVersion = 2;
     vfs->base.szOsFile = (int)sizeof(fault_file) + real->szOsFile;
@@ -201,6 +211,10 @@ void dbwatch_fault_vfs_unregister(dbwatch_fault_vfs *vfs) {
 
 void dbwatch_fault_vfs_set_write_error(dbwatch_fault_vfs *vfs, int result_code) {
     atomic_store(&vfs->write_error, result_code);
+}
+
+void dbwatch_fault_vfs_set_read_error(dbwatch_fault_vfs *vfs, int result_code) {
+    atomic_store(&vfs->read_error, result_code);
 }
 
 int64_t dbwatch_fault_vfs_failure_count(dbwatch_fault_vfs *vfs) {

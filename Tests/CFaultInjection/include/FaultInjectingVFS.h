@@ -20,10 +20,14 @@ void dbwatch_fault_vfs_unregister(dbwatch_fault_vfs *vfs);
 /// From now on every write, truncation and sync of every file opened
 /// through the instance fails with `result_code` (`SQLITE_FULL` is what
 /// SQLite's unix VFS returns on ENOSPC); 0 lets them through again.
-/// Reads always work.
 void dbwatch_fault_vfs_set_write_error(dbwatch_fault_vfs *vfs, int result_code);
 
-/// How many writes, truncations and syncs have failed so far.
+/// From now on every read of every file opened through the instance fails
+/// with `result_code` (`SQLITE_IOERR_READ` is what the unix VFS returns on
+/// EIO); 0 lets them through again.
+void dbwatch_fault_vfs_set_read_error(dbwatch_fault_vfs *vfs, int result_code);
+
+/// How many writes, truncations, syncs and reads have failed so far.
 int64_t dbwatch_fault_vfs_failure_count(dbwatch_fault_vfs *vfs);
 
 #endif

@@ -5,12 +5,13 @@ import Testing
 
 @testable import DBWatch
 
-/// The trap of a commit that fails after SQLite called the commit hook: the
-/// hook runs before the pages are written, so a full disk or an I/O error
-/// can still fail the commit. Writes fail on demand through a VFS over the
-/// default one (`Tests/CFaultInjection`), selected with a URI filename.
-@Suite("Failed commits and a full disk")
-struct FailedCommitTests {
+/// Disk faults, injected through a VFS over the default one whose writes or
+/// reads fail on demand (`Tests/CFaultInjection`), selected with a URI
+/// filename. Among them the trap of a commit that fails after SQLite called
+/// the commit hook: the hook runs before the pages are written, so a full
+/// disk or an I/O error can still fail the commit.
+@Suite("Disk faults: failed commits, a full disk, read errors")
+struct DiskFaultTests {
     /// A fault-injecting VFS registered under a name of its own for one test.
     final class FaultyDisk: @unchecked Sendable {  // the C side keeps its state in atomics
         let name = "dbwatch-faulty-\(UUID().uuidString)"
@@ -24,6 +25,9 @@ struct FailedCommitTests {
 
         /// Makes every write, truncation and sync fail with `code` (nil: none).
         func failWrites(with code: Int32?) { dbwatch_fault_vfs_set_write_error(vfs, code ?? 0) }
+
+        /// Makes every read fail with `code` (nil: none).
+        func failReads(with code: Int32?) { dbwatch_fault_vfs_set_read_error(vfs, code ?? 0) }
 
         var failureCount: Int64 { dbwatch_fault_vfs_failure_count(vfs) }
 
@@ -231,6 +235,46 @@ struct FailedCommitTests {
             #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT sum(v) FROM a") } == 6)
             #expect(try await integrityCheck(of: reopened) == "ok")
             reopened.close()
+        }
+    }
+
+    /// An I/O error while a refetch reads the database: the `Result` form
+    /// delivers it as a typed error and recovers at the next change.
+    @Test("a read error is delivered, then recovered from", arguments: Kind.allCases)
+    func readErrorIsDeliveredThenRecovered(kind: Kind) async throws {
+        let disk = try FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let database = try disk.open(kind, at: directory.file("db.sqlite"))
+            try await database.write { db in try db.execute(sql: "CREATE TABLE a (v); INSERT INTO a VALUES (1)") }
+            let (values, task) = record(database.observe(IntRequest("SELECT sum(v) FROM a")))
+            defer { task.cancel() }
+            try await values.wait(forCount: 1)
+            let readError = SQLITE_IOERR | (1 << 8)  // SQLITE_IOERR_READ
+            switch kind {
+            case .queue:
+                // The refetch runs on this connection after this job: reads
+                // fail from the moment the INSERT has committed on its own.
+                try await database.writeWithoutTransaction { db in
+                    try db.execute(sql: "INSERT INTO a VALUES (2)")
+                    disk.failReads(with: readError)
+                }
+            case .pool:
+                // The refetch runs on a reader at once. The writer has the
+                // pages it needs in its cache and writes the WAL without reading.
+                disk.failReads(with: readError)
+                try await database.write { db in try db.execute(sql: "INSERT INTO a VALUES (2)") }
+            }
+            try await values.wait { $0.count >= 2 }
+            disk.failReads(with: nil)
+            if case .failure(let error) = values.values[1] {
+                #expect((error as? SQLiteError)?.primaryCode == .ioError)
+            } else {
+                Issue.record("expected a read error, got \(values.values[1])")
+            }
+            try await database.write { db in try db.execute(sql: "INSERT INTO a VALUES (3)") }
+            try await values.wait { $0.last?.value == 6 }
+            #expect(try await integrityCheck(of: database) == "ok")
+            database.close()
         }
     }
 }
