@@ -778,6 +778,7 @@ func decoding(_ sizes: Sizes) async throws -> [Sample] {
 
     var bestRaw = Double.infinity
     var bestDBWatch = Double.infinity
+    var bestFloor = Double.infinity
     // A first untimed pass of each warms the page cache and the statement caches.
     for pass in 0...sizes.decodePasses {
         let (rawPlayers, rawTime) = try await pool.read { _ in
@@ -790,20 +791,32 @@ func decoding(_ sizes: Sizes) async throws -> [Sample] {
             try db.fetchAll(Player.self, sql: "SELECT id, name, score, bonus FROM player")
         }
         let dbwatchTime = seconds(since: start)
+        let floor = try await pool.read { _ in try decodableFloor(rows: rows) }
         guard players.count == rows, rawPlayers.count == rows, players.last?.name == rawPlayers.last?.name else {
             throw RawError(description: "decoded \(players.count) and \(rawPlayers.count) rows, expected \(rows)")
         }
         if pass > 0 {
             bestRaw = min(bestRaw, rawTime)
             bestDBWatch = min(bestDBWatch, dbwatchTime)
+            bestFloor = min(bestFloor, floor.decodable - floor.memberwise)
         }
     }
     let rawRate = Double(rows) / bestRaw
     let rate = Double(rows) / bestDBWatch
+    let rawNanoseconds = bestRaw / Double(rows) * 1e9
     return [
         Sample("decode.raw", "6. raw SQLite: C step loop into [Player]", value: rawRate, unit: "rows/s"),
         Sample(
             "decode.dbwatch", "6. DBWatch: fetchAll(Player.self) in pool.read", value: rate, unit: "rows/s",
             ratio: rate / rawRate, against: "raw", target: .atLeastRatio(0.60)),
+        Sample(
+            "decode.raw.ns", "   raw: time per row", value: rawNanoseconds, unit: "ns", higherIsBetter: false),
+        Sample(
+            "decode.allowance.ns", "   time per row the 60 % target allows on top of raw",
+            value: rawNanoseconds * (1 / 0.6 - 1), unit: "ns", higherIsBetter: false),
+        Sample(
+            "decode.floor.ns", "   Decodable machinery alone (constant decoder, no SQLite)",
+            value: bestFloor * 1e9, unit: "ns", ratio: bestFloor * 1e9 / (rawNanoseconds * (1 / 0.6 - 1)),
+            against: "allowance", higherIsBetter: false),
     ]
 }
