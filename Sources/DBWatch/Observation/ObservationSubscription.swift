@@ -26,17 +26,7 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
 
     /// Offers a result: wakes the consumer or replaces an undelivered one.
     func offer(_ result: Result<Value, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
-            guard !state.isFinished, !state.isEnding else { return nil }
-            state.hasReceived = true
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
-            state.latest = result
-            return nil
-        }
-        waiter?.resume(returning: result)
+        hand(result, ending: false)
     }
 
     /// The next result, or `nil` once finished or cancelled.
@@ -65,19 +55,25 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
     /// for it, or after `last` when given (it replaces a waiting result:
     /// latest wins): the database closed.
     func finish(after last: Result<Value, any Error>?) {
+        hand(last, ending: true)
+    }
+
+    /// Gives `result` to a waiting consumer, or keeps it as the latest; when
+    /// `ending`, nothing follows it. A waiting consumer handed `nil` sees the
+    /// end (and its `next()` then finishes the subscription).
+    private func hand(_ result: Result<Value, any Error>?, ending: Bool) {
         let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
             guard !state.isFinished, !state.isEnding else { return nil }
-            state.isEnding = true
+            if ending { state.isEnding = true }
+            if result != nil { state.hasReceived = true }
             if let waiter = state.waiter {
                 state.waiter = nil
                 return waiter
             }
-            if let last { state.latest = last }
+            if let result { state.latest = result }
             return nil
         }
-        // A waiting consumer had nothing pending: it gets `last`, or the
-        // end (and its `next()` then finishes the subscription).
-        waiter?.resume(returning: last)
+        waiter?.resume(returning: result)
     }
 
     /// Ends the subscription: a waiting consumer gets `nil`; the owner is told once.
