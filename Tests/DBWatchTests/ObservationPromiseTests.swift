@@ -144,15 +144,30 @@ struct ObservationPromiseTests {
         try await Self.withDatabases { database in
             let request = IntRequest("SELECT count(*) FROM player")
             try await withTimeout { () async throws in
-                var iterator = database.observe(request).makeAsyncIterator()
-                #expect(try await iterator.next() == 0)
-                for index in 0..<200 { try await Self.insert("p\(index)", into: database) }
-                // Wait until the observation has fetched the final state.
-                try await waitUntil { (database.statistics(for: request)?.valuesDelivered ?? 0) >= 2 }
+                // The slow consumer subscribes first, then a recorder of the
+                // same request (one shared fetch): each value reaches the
+                // slow consumer's mailbox before the recorder's.
+                var slow = database.observe(request).makeAsyncIterator()
+                #expect(try await slow.next() == 0)
+                let (recorder, task) = record(database.observe(request))
+                defer { task.cancel() }
+                // 200 commits in one job: autocommit statements, one commit each.
+                try await database.writeWithoutTransaction { db in
+                    for index in 0..<200 {
+                        try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: ["p\(index)"])
+                    }
+                }
+                try await recorder.wait { $0.last?.value == 200 }
+                // The slow consumer read nothing meanwhile: it holds at most
+                // one undelivered value, and it is the newest.
                 var received: [Int] = []
-                while received.last != 200 { received.append(try await iterator.next()!) }
-                // Coalesced: far fewer than 200 values, ending with the newest.
-                #expect(received.count <= 2)
+                while received.last != 200 {
+                    received.append(try #require(await slow.next(), "after \(received)"))
+                }
+                #expect(received == [200])
+                let statistics = try #require(database.statistics(for: request))
+                #expect(statistics.changesNotified == 200)
+                #expect(statistics.fetches < 201, "refetches are coalesced: \(statistics)")
             }
         }
     }

@@ -34,7 +34,7 @@ final class Gate: Sendable {
 
     /// Blocks the calling thread (never a cooperative one) until open, at most `seconds`.
     @discardableResult
-    func blockingWait(seconds: Double = 20) -> Bool {
+    func blockingWait(seconds: Double = defaultTestTimeout) -> Bool {
         if isOpen { return true }
         let ok = semaphore.wait(timeout: .now() + seconds) == .success
         if ok { semaphore.signal() }

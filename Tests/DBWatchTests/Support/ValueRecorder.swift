@@ -24,7 +24,7 @@ final class ValueRecorder<Value: Sendable>: Sendable {
     }
 
     /// Waits until `predicate` holds for the values received so far.
-    func wait(seconds: Double = 20, until predicate: @escaping @Sendable ([Value]) -> Bool) async throws {
+    func wait(seconds: Double = defaultTestTimeout, until predicate: @escaping @Sendable ([Value]) -> Bool) async throws {
         try await withTimeout(seconds: seconds) {
             await withCheckedContinuation { continuation in
                 let now = self.state.withLock { state -> Bool in
@@ -38,7 +38,7 @@ final class ValueRecorder<Value: Sendable>: Sendable {
     }
 
     /// Waits until at least `count` values arrived.
-    func wait(forCount count: Int, seconds: Double = 20) async throws {
+    func wait(forCount count: Int, seconds: Double = defaultTestTimeout) async throws {
         try await wait(seconds: seconds) { $0.count >= count }
     }
 }
@@ -62,7 +62,7 @@ extension Result {
 
 /// Waits until `condition` is true, re-checking after each `await
 /// Task.yield()`; for counters that change on other threads.
-func waitUntil(seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async throws {
+func waitUntil(seconds: Double = defaultTestTimeout, _ condition: @escaping @Sendable () -> Bool) async throws {
     try await withTimeout(seconds: seconds) {
         while !condition() {
             try Task.checkCancellation()
