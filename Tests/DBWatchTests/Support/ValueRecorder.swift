@@ -24,7 +24,8 @@ final class ValueRecorder<Value: Sendable>: Sendable {
     }
 
     /// Waits until `predicate` holds for the values received so far.
-    func wait(seconds: Double = defaultTestTimeout, until predicate: @escaping @Sendable ([Value]) -> Bool) async throws {
+    func wait(seconds: Double = defaultTestTimeout, until predicate: @escaping @Sendable ([Value]) -> Bool) async throws
+    {
         try await withTimeout(seconds: seconds) {
             await withCheckedContinuation { continuation in
                 let now = self.state.withLock { state -> Bool in
