@@ -39,7 +39,7 @@ struct DemoEndToEndTests {
                 "watch", path, "SELECT count(*) FROM player", "--format", "ndjson", "--count", "2",
             ])
             defer { watch.kill() }
-            let watched = try await watch.waitForExit(timeout: 30)
+            let watched = try await watch.waitForExit(timeout: 60)
             #expect(watched.exitStatus == 0, "\(watched)")
             let counts = watched.lines.compactMap { line -> Int? in
                 let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
@@ -51,7 +51,7 @@ struct DemoEndToEndTests {
                 "watch", path, "SELECT sum(score) FROM player", "--format", "ndjson", "--count", "2",
             ])
             #expect(scores.exitStatus == 0, "\(scores)")
-            let finished = try await demo.waitForExit(timeout: 30)
+            let finished = try await demo.waitForExit(timeout: 60)
             #expect(finished.exitStatus == 0, "\(finished)")
             #expect(finished.stdout.contains("Demo stopped after"))
         }
@@ -92,13 +92,14 @@ struct DemoEndToEndTests {
     /// The pane's text once it contains `text`, polling tmux (a terminal
     /// has no other way to tell) until a deadline.
     private func capture(until text: String, _ tmux: ([String]) throws -> String) async throws -> String {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let seconds = 60
+        let deadline = ContinuousClock.now + .seconds(seconds)
         var screen = ""
         while ContinuousClock.now < deadline {
             screen = try tmux(["capture-pane", "-p", "-t", "demo"])
             if screen.contains(text) { return screen }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw DBWatchRun.Timeout(what: "\(text) on the tmux screen", seconds: 30, snapshot: .init(stdout: screen))
+        throw DBWatchRun.Timeout(what: "\(text) on the tmux screen", seconds: Double(seconds), snapshot: .init(stdout: screen))
     }
 }

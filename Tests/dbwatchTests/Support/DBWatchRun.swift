@@ -141,7 +141,7 @@ final class DBWatchRun: Sendable {
     /// Waits until `condition` holds for what was printed, or fails after
     /// `timeout` seconds with everything printed so far.
     func wait(
-        for what: String, timeout: Double = 30, until condition: @escaping @Sendable (Snapshot) -> Bool
+        for what: String, timeout: Double = 60, until condition: @escaping @Sendable (Snapshot) -> Bool
     ) async throws -> Snapshot {
         try await withCheckedThrowingContinuation { continuation in
             let immediate = state.withLock { state -> Snapshot? in
@@ -171,12 +171,12 @@ final class DBWatchRun: Sendable {
     }
 
     /// Waits until standard output holds `text`.
-    func wait(forOutput text: String, timeout: Double = 30) async throws -> Snapshot {
+    func wait(forOutput text: String, timeout: Double = 60) async throws -> Snapshot {
         try await wait(for: "output containing \(text)", timeout: timeout) { $0.stdout.contains(text) }
     }
 
     /// Waits until standard output holds `count` complete lines.
-    func wait(forLines count: Int, timeout: Double = 30) async throws -> Snapshot {
+    func wait(forLines count: Int, timeout: Double = 60) async throws -> Snapshot {
         try await wait(for: "\(count) lines", timeout: timeout) { snapshot in
             snapshot.stdout.filter { $0 == "\n" }.count >= count
         }
