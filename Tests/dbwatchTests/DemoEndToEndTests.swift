@@ -100,6 +100,7 @@ struct DemoEndToEndTests {
             if screen.contains(text) { return screen }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw DBWatchRun.Timeout(what: "\(text) on the tmux screen", seconds: Double(seconds), snapshot: .init(stdout: screen))
+        throw DBWatchRun.Timeout(
+            what: "\(text) on the tmux screen", seconds: Double(seconds), snapshot: .init(stdout: screen))
     }
 }
