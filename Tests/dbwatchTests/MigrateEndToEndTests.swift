@@ -1,3 +1,4 @@
+import DBWatch
 import Foundation
 import Testing
 
@@ -99,6 +100,44 @@ struct MigrateEndToEndTests {
             let status = try await DBWatchRun.run(["migrate", path, "--dir", folder, "--status"])
             #expect(status.exitStatus == 65, "\(status)")
             #expect(status.stdout.contains("CHANGED   \(names[0])"))
+        }
+    }
+
+    /// A file that cannot grow (here its size limit, as on a full disk) fails
+    /// the migration that needs room: exit 74, the ones before it stay, the
+    /// file stays sound, and migrating again with room finishes the job.
+    @Test func aWriteFailureKeepsEarlierMigrationsAndTheFileSound() async throws {
+        try await withScratch { scratch in
+            // The size of the file holding the first two migrations.
+            let reference = scratch.file("reference.sqlite")
+            let two = try await DBWatchRun.run(["migrate", reference, "--dir", migrations, "--to", "2"])
+            #expect(two.exitStatus == 0, "\(two)")
+            let sizeAfterTwo = try #require(
+                try FileManager.default.attributesOfItem(atPath: reference)[.size] as? Int)
+
+            // The same migrations with the file unable to grow past that size.
+            let path = scratch.file("app.sqlite")
+            let limited = try await DBWatchRun.run(["migrate", path, "--dir", migrations], fileSizeLimit: sizeAfterTwo)
+            #expect(limited.exitStatus == 74, "\(limited)")
+            #expect(limited.stdout.contains("\(names[2]) … failed, rolled back"), "\(limited)")
+            #expect(limited.stdout.contains("Applied 2 of 4 before the failure"), "\(limited)")
+            #expect(limited.stderr.contains("cannot write the database"), "\(limited)")
+            #expect(limited.stderr.contains("the failed transaction was rolled back"), "\(limited)")
+
+            let queue = try DatabaseQueue(path: path)
+            let (integrity, tables) = try await queue.read { db in
+                (
+                    try db.fetchOne(String.self, sql: "PRAGMA integrity_check"),
+                    try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'")
+                )
+            }
+            queue.close()
+            #expect(integrity == "ok")
+            #expect(tables.contains("player") && !tables.contains("game"), "\(tables)")
+
+            let rest = try await DBWatchRun.run(["migrate", path, "--dir", migrations])
+            #expect(rest.exitStatus == 0, "\(rest)")
+            #expect(rest.stdout.contains("Applied 2 migrations"), "\(rest)")
         }
     }
 

@@ -112,4 +112,31 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let readOnlyDatabaseMoved = ResultCode(rawValue: 1032)
     /// `SQLITE_IOERR_SHORT_READ`
     public static let ioErrorShortRead = ResultCode(rawValue: 522)
+    /// `SQLITE_IOERR_READ`: the operating system failed a read.
+    public static let ioErrorRead = ResultCode(rawValue: 266)
+    /// `SQLITE_IOERR_WRITE`: the operating system failed a write (also a
+    /// file that reached its size limit, `ulimit -f`).
+    public static let ioErrorWrite = ResultCode(rawValue: 778)
+    /// `SQLITE_IOERR_FSYNC`: the operating system failed to flush a file.
+    public static let ioErrorFsync = ResultCode(rawValue: 1034)
+    /// `SQLITE_IOERR_TRUNCATE`: the operating system failed to resize a file.
+    public static let ioErrorTruncate = ResultCode(rawValue: 1546)
+
+    /// Whether the code says that storing data failed: the disk is full
+    /// (`SQLITE_FULL`) or the operating system failed a write, a flush or a
+    /// resize. SQLite rolls back what the failing statement changed; what
+    /// was committed before is intact.
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.code.isWriteFailure {
+    ///     logger.error("cannot store the import: \(error)")
+    /// }
+    /// ```
+    public var isWriteFailure: Bool {
+        if primary == .full { return true }
+        guard primary == .ioError else { return false }
+        // SQLITE_IOERR_WRITE, _FSYNC, _DIR_FSYNC, _TRUNCATE, _DELETE,
+        // _SHMSIZE and the three _ATOMIC codes.
+        return [3, 4, 5, 6, 10, 19, 29, 30, 31].contains(rawValue >> 8)
+    }
 }

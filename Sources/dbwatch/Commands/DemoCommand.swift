@@ -58,6 +58,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let interrupt = InterruptSignal()
+        FileSizeLimitSignal.reportAsWriteFailure()
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
         let database: any DatabaseWriter
         do {

@@ -47,6 +47,7 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        FileSizeLimitSignal.reportAsWriteFailure()
         do {
             let migrator = try Migrator(directory: dir)
             let shownPath = CellText.sanitized(database)

@@ -58,6 +58,10 @@ enum ErrorReport {
         if error.isAuthorizerRefusal && error.code.primary != .auth {
             return "refused: \(message) (watched and explained SQL may only read)"
         }
+        if error.code.isWriteFailure {
+            let code = codeText(of: error)
+            return "cannot write the database: \(message) \(code); the failed transaction was rolled back"
+        }
         switch error.code.primary {
         case .auth, .interrupt:
             return message

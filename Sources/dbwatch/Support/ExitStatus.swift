@@ -24,6 +24,10 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case refused = 67
     /// The query ran longer than `--time-limit` and was stopped.
     case timeLimit = 68
+    /// Storing data failed: the disk is full, the file reached its size
+    /// limit, or the operating system failed a write (`EX_IOERR`). The
+    /// failing transaction was rolled back; earlier commits are intact.
+    case writeFailed = 74
 
     /// The argument-parser exit code that ends the process with this status.
     var exitCode: ExitCode { ExitCode(rawValue) }
@@ -58,6 +62,10 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
 
     /// The status for a SQLite result code.
     init(code: ResultCode) {
+        if code.isWriteFailure {
+            self = .writeFailed
+            return
+        }
         switch code.primary {
         case .auth: self = .refused
         case .interrupt: self = .timeLimit
@@ -78,6 +86,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           66  the database is missing, unreadable, not a database or corrupt
           67  refused statement: watched and explained SQL may only read
           68  the query ran longer than --time-limit and was stopped
+          74  a write failed (disk full, file size limit, I/O error); it was rolled back
           1   any other error
         """
 }

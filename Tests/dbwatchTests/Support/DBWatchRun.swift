@@ -77,15 +77,20 @@ final class DBWatchRun: Sendable {
     ///   - environment: added to (or replacing) this process's environment;
     ///     `NO_COLOR` and `COLUMNS` are unset unless given.
     ///   - directory: the working directory; the current one by default.
-    static func start(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws
-        -> DBWatchRun
-    {
+    ///   - fileSizeLimit: the largest file, in bytes, the run may write
+    ///     (`RLIMIT_FSIZE`, set with util-linux's `prlimit`); none by default.
+    static func start(
+        _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+        fileSizeLimit: Int? = nil
+    ) throws -> DBWatchRun {
         var merged = ProcessInfo.processInfo.environment
         merged["NO_COLOR"] = nil
         merged["COLUMNS"] = nil
         for (key, value) in environment { merged[key] = value }
         // `env -C` changes the directory: posix_spawn_file_actions_addchdir_np is not visible from Swift.
-        let command = (directory.map { ["/usr/bin/env", "-C", $0] } ?? []) + [DBWatchBinary.path] + arguments
+        let command =
+            (directory.map { ["/usr/bin/env", "-C", $0] } ?? [])
+            + (fileSizeLimit.map { ["/usr/bin/prlimit", "--fsize=\($0)"] } ?? []) + [DBWatchBinary.path] + arguments
         let (pid, output, error) = try Spawner.spawn(command, environment: merged)
         let run = DBWatchRun(pid: pid)
         run.read(output, into: \.stdout)
@@ -100,9 +105,10 @@ final class DBWatchRun: Sendable {
 
     /// Runs `dbwatch` to the end and returns what it printed and its exit status.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], directory: String? = nil, timeout: Double = 60
+        _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+        fileSizeLimit: Int? = nil, timeout: Double = 60
     ) async throws -> Snapshot {
-        let run = try start(arguments, environment: environment, directory: directory)
+        let run = try start(arguments, environment: environment, directory: directory, fileSizeLimit: fileSizeLimit)
         defer { run.kill() }
         return try await run.waitForExit(timeout: timeout)
     }
