@@ -164,7 +164,8 @@ struct DiskFaultTests {
                         try db.execute(sql: "INSERT INTO a (v) SELECT 'lost' || ? FROM a", arguments: [attempt])
                     }
                 } throws: { error in
-                    (error as? SQLiteError)?.primaryCode == .full
+                    guard let error = error as? SQLiteError else { return false }
+                    return error.primaryCode == .full && error.code.isWriteFailure
                 }
             }
             // Reads still work while the disk is full.
@@ -268,6 +269,7 @@ struct DiskFaultTests {
             disk.failReads(with: nil)
             if case .failure(let error) = values.values[1] {
                 #expect((error as? SQLiteError)?.primaryCode == .ioError)
+                #expect((error as? SQLiteError)?.code.isWriteFailure == false, "a read error stored nothing")
             } else {
                 Issue.record("expected a read error, got \(values.values[1])")
             }
