@@ -106,7 +106,12 @@ struct MigrateEndToEndTests {
     /// A file that cannot grow (here its size limit, as on a full disk) fails
     /// the migration that needs room: exit 74, the ones before it stay, the
     /// file stays sound, and migrating again with room finishes the job.
-    @Test func aWriteFailureKeepsEarlierMigrationsAndTheFileSound() async throws {
+    @Test(
+        .disabled(
+            if: DBWatchBinary.isThreadSanitized,
+            "the thread sanitizer's runtime crashes with SIGBUS in its own memory under a file size limit")
+    )
+    func aWriteFailureKeepsEarlierMigrationsAndTheFileSound() async throws {
         try await withScratch { scratch in
             // The size of the file holding the first two migrations.
             let reference = scratch.file("reference.sqlite")
