@@ -182,15 +182,16 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// ``ConnectionExecutor``) while no job waits, `body` runs inline on
     /// that thread's connection, without a job round trip.
     func perform<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let job = BodyJob(body)
         if let database = inlineConnection() {
             inlineAccesses.add(1, ordering: .relaxed)
+            let access = AccessCancellation()
             return try await withTaskCancellationHandler {
-                try job.execute(on: database).get()
+                try access.run(on: database, body)
             } onCancel: {
-                job.cancel()
+                access.cancel()
             }
         }
+        let job = BodyJob(body)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard job.start(continuation) else { return }
@@ -213,17 +214,57 @@ final class CancellationFlag: Sendable {
     func set() { value.store(true, ordering: .relaxed) }
 }
 
-/// A job that runs a closure and resumes a continuation with its result.
-final class BodyJob<T: Sendable>: ConnectionJob {
+/// The cancellation of one database access: cancelling before it runs
+/// skips it, cancelling while it runs interrupts its statement. Not
+/// generic, so that an inline access costs no generic type instantiation.
+final class AccessCancellation: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<T, any Error>?
         var isCancelled = false
         var running: InterruptHandle?
     }
 
-    private let body: @Sendable (Database) throws -> T
     private let state = Locked(State())
-    private let cancellation = CancellationFlag()
+    private let flag = CancellationFlag()
+
+    var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    func cancel() {
+        flag.set()
+        state.withLock { state in
+            state.isCancelled = true
+            state.running?.interrupt()
+        }
+    }
+
+    /// Runs `body` on the calling thread, whose connection is `database`,
+    /// unless cancelled first; an interruption caused by cancelling throws
+    /// `CancellationError`.
+    func run<T>(on database: Database, _ body: (Database) throws -> T) throws -> T {
+        let proceed = state.withLock { state in
+            guard !state.isCancelled else { return false }
+            state.running = database.interruptHandle
+            return true
+        }
+        guard proceed else { throw CancellationError() }
+        database.cancellation = flag
+        defer {
+            database.cancellation = nil
+            state.withLock { $0.running = nil }
+        }
+        do {
+            return try body(database)
+        } catch {
+            if ResultCode.interrupt ~= error && isCancelled { throw CancellationError() }
+            throw error
+        }
+    }
+}
+
+/// A job that runs a closure and resumes a continuation with its result.
+final class BodyJob<T: Sendable>: ConnectionJob {
+    private let body: @Sendable (Database) throws -> T
+    private let continuation = Locked<CheckedContinuation<T, any Error>?>(nil)
+    private let access = AccessCancellation()
 
     init(_ body: @escaping @Sendable (Database) throws -> T) {
         self.body = body
@@ -232,49 +273,22 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     /// Stores the continuation. Returns `false` (after resuming it with
     /// `CancellationError`) when the task was already cancelled.
     func start(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
-        let cancelled = state.withLock { state in
-            if state.isCancelled { return true }
-            state.continuation = continuation
+        if access.isCancelled {
+            continuation.resume(throwing: CancellationError())
             return false
         }
-        if cancelled { continuation.resume(throwing: CancellationError()) }
-        return !cancelled
+        self.continuation.withLock { $0 = continuation }
+        return true
     }
 
     func cancel() {
-        cancellation.set()
-        state.withLock { state in
-            state.isCancelled = true
-            state.running?.interrupt()
-        }
+        access.cancel()
     }
 
     func run(on database: Database) {
-        let waiting = state.withLock { $0.continuation != nil }
+        let waiting = continuation.withLock { $0 != nil }
         guard waiting else { return }
-        resume(with: execute(on: database))
-    }
-
-    /// Runs the body on the calling thread, whose connection is `database`,
-    /// and returns its result (directly for a hosted task's inline access).
-    func execute(on database: Database) -> Result<T, any Error> {
-        let proceed = state.withLock { state in
-            guard !state.isCancelled else { return false }
-            state.running = database.interruptHandle
-            return true
-        }
-        guard proceed else { return .failure(CancellationError()) }
-        database.cancellation = cancellation
-        var result = Result { try body(database) }
-        database.cancellation = nil
-        let cancelled = state.withLock { state in
-            state.running = nil
-            return state.isCancelled
-        }
-        if cancelled, case .failure(let error) = result, ResultCode.interrupt ~= error {
-            result = .failure(CancellationError())
-        }
-        return result
+        resume(with: Result { try access.run(on: database, body) })
     }
 
     func fail(with error: any Error) {
@@ -282,9 +296,9 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     }
 
     private func resume(with result: Result<T, any Error>) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
+        let continuation = continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
         }
         continuation?.resume(with: result)
     }

@@ -27,7 +27,7 @@ extension Database {
     /// }
     /// ```
     public func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
-        try execute(sql: Database.beginStatements[kind]!)
+        try execute(sql: Database.beginStatement(kind))
         let result: T
         do {
             result = try body()
@@ -48,11 +48,15 @@ extension Database {
         return result
     }
 
-    private static let beginStatements: [TransactionKind: String] = [
-        .deferred: "BEGIN DEFERRED TRANSACTION",
-        .immediate: "BEGIN IMMEDIATE TRANSACTION",
-        .exclusive: "BEGIN EXCLUSIVE TRANSACTION",
-    ]
+    /// A switch, not a dictionary: every write begins with it, and a
+    /// literal costs no hashing.
+    private static func beginStatement(_ kind: TransactionKind) -> String {
+        switch kind {
+        case .deferred: "BEGIN DEFERRED TRANSACTION"
+        case .immediate: "BEGIN IMMEDIATE TRANSACTION"
+        case .exclusive: "BEGIN EXCLUSIVE TRANSACTION"
+        }
+    }
 
     /// Runs `body` inside a savepoint: its changes are released into the
     /// enclosing transaction when it returns, and undone when it throws.
