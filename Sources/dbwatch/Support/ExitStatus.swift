@@ -86,7 +86,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           66  the database is missing, unreadable, not a database or corrupt
           67  refused statement: watched and explained SQL may only read
           68  the query ran longer than --time-limit and was stopped
-          74  a write failed (disk full, file size limit, I/O error); it was rolled back
+          74  a write failed (disk full, file size limit, I/O error); rolled back
           1   any other error
         """
 }
