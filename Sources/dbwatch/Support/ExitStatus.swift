@@ -62,6 +62,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
 
     /// The status for a SQLite result code.
     init(code: ResultCode) {
+        // Before the families: a full disk and failed writes (`.full`, some
+        // `.ioError` codes) are write failures; other I/O errors are reads.
         if code.isWriteFailure {
             self = .writeFailed
             return
@@ -69,7 +71,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         switch code.primary {
         case .auth: self = .refused
         case .interrupt: self = .timeLimit
-        case .cannotOpen, .notADatabase, .corrupt, .perm, .ioError, .readOnly, .full, .notFound:
+        case .cannotOpen, .notADatabase, .corrupt, .perm, .ioError, .readOnly, .notFound:
             self = .unavailable
         case .error, .misuse, .range, .schema, .mismatch, .tooBig:
             self = .badSQL
