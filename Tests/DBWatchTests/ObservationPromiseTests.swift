@@ -139,6 +139,41 @@ struct ObservationPromiseTests {
         }
     }
 
+    /// Fetches of one shared observation finish on several readers at once:
+    /// a fetch's result must never reach a mailbox after a newer one (it used
+    /// to, and the deduplication then hid the newest value for good).
+    @Test("5. order holds for subscribers of a shared observation while commits race its fetches")
+    func orderUnderRacingFetches() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: playerSchema) }
+            let request = IntRequest("SELECT count(*) FROM player")
+            var recorders: [ValueRecorder<Result<Int, any Error>>] = []
+            var tasks: [Task<Void, Never>] = []
+            defer { for task in tasks { task.cancel() } }
+            for _ in 0..<200 {
+                let (recorder, task) = record(pool.observe(request))
+                recorders.append(recorder)
+                tasks.append(task)
+            }
+            for recorder in recorders { try await recorder.wait(forCount: 1) }
+            try await withThrowingTaskGroup { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        for index in 0..<50 { try await Self.insert("w\(writer)-\(index)", into: pool) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for recorder in recorders {
+                try await recorder.wait { $0.last?.value == 200 }
+                let counts = recorder.values.compactMap(\.value)
+                #expect(counts == counts.sorted() && Set(counts).count == counts.count, "\(counts)")
+            }
+        }
+    }
+
     @Test("6. latest wins: a slow consumer gets the newest state")
     func latestWins() async throws {
         try await Self.withDatabases { database in

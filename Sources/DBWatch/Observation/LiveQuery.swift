@@ -28,11 +28,16 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         var value: Request.Value
         var error: (any Error)?
         var current: Task<Void, Never>?
+        /// `run()` ended: new subscribers get the current value, then the end.
+        var hasEnded = false
         var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
     }
 
     private let state: Locked<State>
     private let observe: @Sendable (Request) -> QueryObservation<Request>
+    /// Whether two values are equal (never, when `Value` is not `Equatable`):
+    /// an equal value is not delivered again, as in an observation.
+    private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
 
     /// Creates a live query. Nothing runs until ``run()``.
     ///
@@ -42,6 +47,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     public init(_ request: Request, in database: some DatabaseWriter) {
         state = Locked(State(request: request, value: Request.defaultValue))
         observe = { [database] request in database.observe(request) }
+        deduplicate = valueComparison(for: Request.Value.self)
     }
 
     /// The observed request. Setting it refetches with the new request; the
@@ -75,6 +81,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// task.cancel()
     /// ```
     public func run() async {
+        state.withLock { $0.hasEnded = false }
         await withTaskCancellationHandler {
             while !Task.isCancelled {
                 let (request, generation) = state.withLock { ($0.request, $0.generation) }
@@ -95,30 +102,33 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 let requestChanged = state.withLock { $0.generation != generation }
                 if !requestChanged && !Task.isCancelled { break }
             }
-            let subscribers = state.withLock { state in
-                defer { state.subscribers = [:] }
-                return Array(state.subscribers.values)
+            state.withLock { state in
+                state.hasEnded = true
+                for subscriber in state.subscribers.values { subscriber.finish(after: nil) }
+                state.subscribers = [:]
             }
-            for subscriber in subscribers { subscriber.finish() }
         } onCancel: {
             state.withLock { $0.current }?.cancel()
         }
     }
 
     private func receive(_ result: Result<Request.Value, any Error>, generation: Int) {
-        let subscribers = state.withLock { state -> [ObservationSubscription<Request.Value>] in
-            guard state.generation == generation else { return [] }
+        state.withLock { state in
+            guard state.generation == generation else { return }
             switch result {
             case .success(let value):
+                let isSame = deduplicate(value, state.value)
                 state.value = value
                 state.error = nil
+                // Under the lock, so that a subscriber joining now never
+                // receives an older value after this one.
+                if !isSame {
+                    for subscriber in state.subscribers.values { subscriber.offer(.success(value)) }
+                }
             case .failure(let error):
                 state.error = error
             }
-            return Array(state.subscribers.values)
         }
-        guard case .success(let value) = result else { return }
-        for subscriber in subscribers { subscriber.offer(.success(value)) }
     }
 
     /// The current value at once, then each new value. A slow subscriber
@@ -130,11 +140,14 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         let mailbox = ObservationSubscription<Request.Value> { [weak self] id in
             self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
         }
-        let value = state.withLock { state in
-            state.subscribers[ObjectIdentifier(mailbox)] = mailbox
-            return state.value
+        state.withLock { state in
+            if state.hasEnded {
+                mailbox.finish(after: .success(state.value))
+            } else {
+                state.subscribers[ObjectIdentifier(mailbox)] = mailbox
+                mailbox.offer(.success(state.value))
+            }
         }
-        mailbox.offer(.success(value))
         return QueryObservation<Request>.Subscription(mailbox: mailbox)
     }
 

@@ -34,11 +34,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         self.options = options
         self.center = center
         self.fetchQueue = fetchQueue
-        if Request.Value.self is any Equatable.Type {
-            self.deduplicate = { lhs, rhs in areEqual(lhs, rhs) }
-        } else {
-            self.deduplicate = { _, _ in false }
-        }
+        self.deduplicate = valueComparison(for: Request.Value.self)
     }
 
     /// The key identical requests share this driver under; `nil` for a
@@ -55,21 +51,22 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// driver holds one that no commit has outdated; otherwise the result of
     /// the fetch in flight or the next one.
     func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
-        let (immediate, isClosed) = state.withLock { state -> (Result<Request.Value, any Error>?, Bool) in
+        // Results are handed to mailboxes under the lock, so a mailbox never
+        // receives an older result after a newer one (promise 5).
+        let isClosed = state.withLock { state -> Bool in
             state.subscribers.append(subscription)
-            if state.isClosed { return (nil, true) }
+            if state.isClosed {
+                subscription.finish(after: .failure(SQLiteError.databaseClosed))
+                return true
+            }
             if startFetch {
                 state.isFetching = true
-                return (nil, false)
+            } else if !state.isFetching, !state.needsFetch, let lastResult = state.lastResult {
+                subscription.offer(lastResult)
             }
-            return (state.isFetching || state.needsFetch ? nil : state.lastResult, false)
+            return false
         }
-        if isClosed {
-            subscription.finish(after: .failure(SQLiteError.databaseClosed))
-            return
-        }
-        if let immediate { subscription.offer(immediate) }
-        if startFetch { enqueueFetch() }
+        if startFetch && !isClosed { enqueueFetch() }
     }
 
     /// The database closed: each subscriber receives
@@ -77,14 +74,13 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// and then the end; later subscribers too.
     func endBecauseDatabaseClosed() {
         let error = SQLiteError.databaseClosed
-        let ending = state.withLock { state -> [(ObservationSubscription<Request.Value>, sendsError: Bool)] in
-            guard !state.isClosed else { return [] }
+        state.withLock { state in
+            guard !state.isClosed else { return }
             state.isClosed = true
             let delivered = isSame(.failure(error), state.lastResult)
-            return state.subscribers.map { ($0, !(delivered && $0.hasReceived)) }
-        }
-        for (subscriber, sendsError) in ending {
-            subscriber.finish(after: sendsError ? .failure(error) : nil)
+            for subscriber in state.subscribers {
+                subscriber.finish(after: delivered && subscriber.hasReceived ? nil : .failure(error))
+            }
         }
     }
 
@@ -116,12 +112,11 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     func deliver(_ error: any Error) {
-        let recipients = state.withLock { state -> [ObservationSubscription<Request.Value>] in
+        state.withLock { state in
             state.lastResult = .failure(error)
             state.valuesDelivered += 1
-            return state.subscribers
+            for subscriber in state.subscribers { subscriber.offer(.failure(error)) }
         }
-        for recipient in recipients { recipient.offer(.failure(error)) }
     }
 
     // MARK: - Fetching
@@ -179,7 +174,6 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     {
         let missedCommit =
             startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
-        var recipients: [ObservationSubscription<Request.Value>] = []
         var timerOffset: Duration?
         let startAnother = state.withLock { state -> Bool in
             state.fetches += 1
@@ -188,8 +182,11 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             guard !state.isClosed else { return false }
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
+            // Under the lock: once `isFetching` is false, a commit can start
+            // another fetch whose newer result must not be overwritten by
+            // this one on its way to the mailboxes.
             for subscriber in state.subscribers where changed || !subscriber.hasReceived {
-                recipients.append(subscriber)
+                subscriber.offer(result)
             }
             if changed {
                 state.lastResult = result
@@ -210,7 +207,6 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.isFetching = true
             return true
         }
-        for recipient in recipients { recipient.offer(result) }
         if startAnother { enqueueFetch() }
         if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
     }
@@ -227,6 +223,15 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return false
         }
     }
+}
+
+/// `==` when `Value` is `Equatable` (known at run time), otherwise a
+/// comparison that never finds two values equal.
+func valueComparison<Value>(for type: Value.Type) -> @Sendable (Value, Value) -> Bool {
+    if Value.self is any Equatable.Type {
+        return { lhs, rhs in areEqual(lhs, rhs) }
+    }
+    return { _, _ in false }
 }
 
 /// Compares two values of a type known at run time to be `Equatable`.
