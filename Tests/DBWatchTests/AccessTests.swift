@@ -24,6 +24,22 @@ struct AccessTests {
         }
     }
 
+    @Test func extremeDurationsAreClampedNotTrapped() async throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .seconds(Int64.max / 10)
+        let queue = try DatabaseQueue(configuration: configuration)
+        // About 24.8 days, the most SQLite takes.
+        let milliseconds = try await queue.read { db in try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout") }
+        #expect(try #require(milliseconds) >= 2_147_483_000)
+        configuration.busyTimeout = .seconds(-5)
+        #expect(configuration.busyTimeoutMilliseconds == 0)
+        configuration.busyTimeout = .milliseconds(1500)
+        #expect(configuration.busyTimeoutMilliseconds == 1500)
+        #expect(ExternalChangeDetection(pollInterval: .zero).effectivePollInterval == .milliseconds(10))
+        #expect(ExternalChangeDetection(pollInterval: .seconds(-1)).effectivePollInterval == .milliseconds(10))
+        #expect(ExternalChangeDetection(pollInterval: .seconds(2)).effectivePollInterval == .seconds(2))
+    }
+
     @Test func poolReadersRunWhileWriterHoldsATransaction() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))

@@ -164,6 +164,23 @@ struct ExternalChangeTests {
         }
     }
 
+    /// A file overwritten in place with bytes that are not a database: the
+    /// observation reports the error instead of keeping its last value.
+    @Test func aFileOverwrittenWithGarbageIsReported() async throws {
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)", open: Self.queueWithDetection
+        ) { watched in
+            let garbage = [UInt8](repeating: 0xA5, count: 100)
+            let file = try #require(FileHandle(forWritingAtPath: watched.path))
+            try file.write(contentsOf: garbage)
+            try file.close()
+            try await watched.values.wait { results in
+                guard case .failure(let error as SQLiteError)? = results.last else { return false }
+                return error.primaryCode == .notADatabase
+            }
+        }
+    }
+
     @Test func rollbackJournalDatabasesAreWatched() async throws {
         // In rollback-journal mode every reader (a check, a refetch) takes a
         // brief shared lock that a committing writer must wait for: writers

@@ -154,6 +154,27 @@ struct WriterExecutorTests {
         }
     }
 
+    @Test(arguments: ["queue", "pool"])
+    func closingFromAHostedTaskEndsItsInlineAccesses(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let outcomes = try await withTimeout {
+                await withTaskExecutorPreference(database.writerExecutor) { () async -> [Bool] in
+                    database.close()
+                    let wrote = (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") })
+                    let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+                    return [wrote != nil, read != nil]
+                }
+            }
+            #expect(outcomes == [false, false])
+            if kind == "pool" {
+                let reopened = try DatabasePool(path: directory.file("db.sqlite"))
+                #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
+                reopened.close()
+            }
+        }
+    }
+
     @Test func observationsOfAQueueKeepUpWithAHostedWriter() async throws {
         let queue = try DatabaseQueue()
         try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }

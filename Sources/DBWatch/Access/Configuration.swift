@@ -15,7 +15,8 @@ public struct Configuration: Sendable {
     public var readOnly = false
 
     /// How long a statement waits for another connection's lock before
-    /// failing with ``ResultCode/busy``. Default 5 seconds.
+    /// failing with ``ResultCode/busy``. Default 5 seconds; longer than
+    /// `Int32.max` milliseconds (about 24 days) counts as that, negative as 0.
     public var busyTimeout: Duration = .seconds(5)
 
     /// Enforces foreign keys (`PRAGMA foreign_keys = ON`). Default `true`.
@@ -43,8 +44,9 @@ public struct Configuration: Sendable {
     public init() {}
 
     var busyTimeoutMilliseconds: Int32 {
+        // Clamped before multiplying: `.seconds(.max)` means "as long as SQLite allows".
         let (seconds, attoseconds) = busyTimeout.components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let milliseconds = min(max(seconds, 0), Int64(Int32.max) / 1000) * 1000 + attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(0, milliseconds))
     }
 }

@@ -158,13 +158,15 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     }
 
     /// The connection of the task hosted on the calling thread, when no job
-    /// is waiting (an inline access must not overtake queued work).
+    /// is waiting (an inline access must not overtake queued work) and the
+    /// queue is open (after `close()`, the job path reports the closed
+    /// database).
     private func inlineConnection() -> Database? {
         // The count includes this thread's own increment if it hosts a task.
         guard hostedTaskCount.load(ordering: .relaxed) > 0 else { return nil }
         let thread = pthread_self()
         return locked {
-            guard head == jobs.count else { return nil }
+            guard head == jobs.count, !isClosed else { return nil }
             return hostedTasks.first { pthread_equal($0.thread, thread) != 0 }?.database
         }
     }

@@ -14,8 +14,19 @@
 /// without polling; a slow poll covers what inotify misses (network file
 /// systems, overflowing event queues).
 public struct ExternalChangeDetection: Sendable {
-    /// The fallback poll interval. Default 1 second.
+    /// The fallback poll interval. Default 1 second; shorter than
+    /// ``minimumPollInterval`` (or negative) counts as that minimum.
     public var pollInterval: Duration
+    /// The interval the poll actually uses: at least ``minimumPollInterval``.
+    var effectivePollInterval: Duration { max(pollInterval, Self.minimumPollInterval) }
+
+    /// The shortest poll interval, 10 ms: a shorter one (or zero) would keep
+    /// a core busy checking.
+    ///
+    /// ```swift
+    /// let detection = ExternalChangeDetection(pollInterval: .zero)   // polls every 10 ms
+    /// ```
+    public static let minimumPollInterval: Duration = .milliseconds(10)
     /// Whether inotify wakes the check. Default `true`; with `false`, only
     /// the poll detects external commits.
     public var usesFileNotifications: Bool

@@ -20,6 +20,9 @@ final class ExternalChangeMonitor: Sendable {
         var dataVersion: Int64?
         var fileIdentity: FileIdentity?
         var replacementReported = false
+        /// Why the last check failed (the file overwritten with garbage,
+        /// truncated, unreadable), until a check succeeds again.
+        var checkFailure: String?
         var externalCommits = 0
         var pollTask: Task<Void, Never>?
         var watcher: FileWatcher?
@@ -68,7 +71,7 @@ final class ExternalChangeMonitor: Sendable {
             ]
             watcher = try FileWatcher(directory: directory, names: names) { [weak self] in self?.requestCheck() }
         }
-        let interval = detection.pollInterval
+        let interval = detection.effectivePollInterval
         let sleep = detection.sleep
         let pollTask = Task { [weak self] in
             while !Task.isCancelled {
@@ -128,15 +131,27 @@ final class ExternalChangeMonitor: Sendable {
     fileprivate func check(on db: Database) {
         state.withLock { $0.checkQueued = false }
         let version: Int64?
+        var failure: String?
         do {
             version = try db.fetchOne(Int64.self, sql: "PRAGMA data_version")
         } catch {
             logger.debug("external change check failed", metadata: ["error": "\(error)"])
             version = nil
+            // Another connection holding a lock is no news; anything else
+            // (a file overwritten, truncated or unreadable) is.
+            let code = (error as? SQLiteError)?.primaryCode
+            if code != .busy && code != .locked { failure = "\(error)" }
         }
         let identity = FileIdentity(path: path)
         let (committed, replaced) = state.withLock { state -> (Bool, Bool) in
+            // A check that starts failing, fails differently or recovers
+            // makes every observation refetch, so that each reports what it
+            // now gets (the error, or a value again) instead of its last value.
             var committed = false
+            if failure != nil || version != nil {
+                committed = failure != state.checkFailure
+                state.checkFailure = failure
+            }
             if let version {
                 if let previous = state.dataVersion, previous != version {
                     committed = true
