@@ -162,7 +162,8 @@ struct WriterExecutorTests {
                 await withTaskExecutorPreference(database.writerExecutor) { () async -> [Bool] in
                     database.close()
                     let wrote = (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") })
-                    let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+                    let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
+                    }
                     return [wrote != nil, read != nil]
                 }
             }
