@@ -99,7 +99,8 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in try db.runWriteJob { try body(db) } }
+        try await writerJobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } }
+        }
     }
 
     /// Runs `body` on a reader connection in a transaction on one snapshot:

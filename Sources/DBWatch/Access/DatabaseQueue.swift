@@ -90,7 +90,7 @@ public final class DatabaseQueue: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await jobs.perform { db in try db.runWriteJob { try body(db) } }
+        try await jobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } } }
     }
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes

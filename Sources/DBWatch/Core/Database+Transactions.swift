@@ -30,7 +30,7 @@ extension Database {
         try execute(sql: Database.beginStatement(kind))
         let result: T
         do {
-            result = try body()
+            result = try owningTransaction(body)
         } catch {
             rollbackIfNeeded()
             throw error
@@ -44,6 +44,50 @@ extension Database {
         } catch {
             rollbackIfNeeded()
             throw error
+        }
+        return result
+    }
+
+    /// Runs `body` with ``ownsTransaction`` set: the transaction belongs to
+    /// the caller, which commits or rolls it back.
+    @inline(__always)
+    func owningTransaction<T>(_ body: () throws -> T) rethrows -> T {
+        let outer = ownsTransaction
+        ownsTransaction = true
+        defer { ownsTransaction = outer }
+        return try body()
+    }
+
+    /// The error for `BEGIN`, `COMMIT` or `ROLLBACK` run while the library
+    /// owns the transaction.
+    static func transactionControlRefused(_ sql: String) -> SQLiteError {
+        SQLiteError(
+            code: .misuse,
+            message:
+                "BEGIN, COMMIT and ROLLBACK cannot run inside write, read or inTransaction, which commit when "
+                + "the closure returns and roll back when it throws; use a savepoint (inSavepoint) to undo part "
+                + "of a transaction, or writeWithoutTransaction to manage transactions in SQL",
+            sql: sql)
+    }
+
+    /// Runs `body`, which may open and end transactions in SQL (the body of
+    /// `writeWithoutTransaction`): a transaction it leaves open is rolled
+    /// back, and is an error.
+    func refusingLeftoverTransaction<T>(_ body: () throws -> T) throws -> T {
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackIfNeeded()
+            throw error
+        }
+        if isInsideTransaction {
+            rollbackIfNeeded()
+            throw SQLiteError(
+                code: .misuse,
+                message:
+                    "writeWithoutTransaction left a transaction open (BEGIN without COMMIT or ROLLBACK); "
+                    + "it was rolled back")
         }
         return result
     }
@@ -133,6 +177,6 @@ extension Database {
         defer { if !isReadOnlyConnection { withoutCancellation { try? execute(sql: "PRAGMA query_only = 0") } } }
         try execute(sql: "BEGIN DEFERRED TRANSACTION")
         defer { rollbackIfNeeded() }
-        return try body()
+        return try owningTransaction(body)
     }
 }

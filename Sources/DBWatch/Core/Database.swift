@@ -59,6 +59,11 @@ public final class Database {
     /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
     var savepointDepth = 0
 
+    /// Set while the body of ``inTransaction(_:_:)`` (so of every `write`)
+    /// or of a `read` runs: the library commits or rolls back that
+    /// transaction, so `BEGIN`, `COMMIT` and `ROLLBACK` in SQL are refused.
+    var ownsTransaction = false
+
     /// Opens a connection.
     ///
     /// - Parameters:
@@ -251,6 +256,9 @@ public final class Database {
         if let cancellation, cancellation.isSet {
             abandon(statement)
             throw SQLiteError(code: .interrupt, message: "interrupted: the task was cancelled", sql: statement.sql)
+        }
+        if ownsTransaction && statement.footprint.beginsOrEndsTransaction {
+            throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }
         let code = sqlite3_step(statement.handle)

@@ -66,8 +66,8 @@ extension Database {
             SQLITE_DROP_TEMP_TRIGGER, SQLITE_DROP_TEMP_VIEW, SQLITE_DROP_TRIGGER, SQLITE_DROP_VIEW,
             SQLITE_ALTER_TABLE, SQLITE_CREATE_VTABLE, SQLITE_DROP_VTABLE, SQLITE_ATTACH, SQLITE_DETACH:
             footprintUnderConstruction!.changesSchema = true
-        case SQLITE_TRANSACTION, SQLITE_SAVEPOINT:
-            footprintUnderConstruction!.controlsTransaction = true
+        case SQLITE_TRANSACTION:
+            footprintUnderConstruction!.beginsOrEndsTransaction = true
         default:
             break
         }

@@ -12,8 +12,9 @@ struct StatementFootprint {
     var changesSchema = false
     /// Tables whose rows are read, named without a schema (`main` or `temp`).
     var unqualifiedRowsReads: [String] = []
-    /// A transaction statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`).
-    var controlsTransaction = false
+    /// `BEGIN`, `COMMIT`/`END` or `ROLLBACK` (not savepoints): refused while
+    /// the library owns the transaction (see `Database.ownsTransaction`).
+    var beginsOrEndsTransaction = false
 
     mutating func recordWrite(_ table: TableName, columns: ColumnSet) {
         if let existing = writes[table] {
