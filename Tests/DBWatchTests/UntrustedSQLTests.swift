@@ -6,25 +6,29 @@ import Testing
 struct UntrustedSQLTests {
     /// Runs `sql` under the policy on a read-write queue over a file, and
     /// returns the refusal (nil when it ran).
-    func refusal(_ sql: String, in directory: TemporaryDirectory) async throws -> SQLiteError? {
-        try await timedRefusal(sql, in: directory).error
+    func refusal(_ sql: String, in directory: TemporaryDirectory, execute: Bool = false) async throws -> SQLiteError? {
+        try await timedRefusal(sql, in: directory, execute: execute).error
     }
 
     /// Like ``refusal(_:in:)``, and also how long the untrusted statement ran
     /// (setting up the file is not counted: a loaded machine can make it slow).
-    func timedRefusal(_ sql: String, in directory: TemporaryDirectory) async throws -> (
+    func timedRefusal(_ sql: String, in directory: TemporaryDirectory, execute: Bool = false) async throws -> (
         error: SQLiteError?, duration: Duration
     ) {
         let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
         defer { queue.close() }
         try await queue.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS t (a); DELETE FROM t; INSERT INTO t VALUES (1)")
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS t (a); DELETE FROM t; INSERT INTO t VALUES (1);
+                    CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(text);
+                    """)
         }
         return try await queue.writeWithoutTransaction { db in
             let start = ContinuousClock.now
             do {
                 _ = try db.withUntrustedSQL(UntrustedSQLPolicy(timeLimit: .milliseconds(300))) {
-                    try db.fetchAll(sql: sql)
+                    if execute { try db.execute(sql: sql) } else { _ = try db.fetchAll(sql: sql) }
                 }
                 return (nil, ContinuousClock.now - start)
             } catch let error as SQLiteError {
@@ -39,6 +43,9 @@ struct UntrustedSQLTests {
                 "SELECT * FROM t", "WITH x AS (SELECT 1) SELECT * FROM x", "VALUES (1), (2)", "PRAGMA table_info(t)",
                 "EXPLAIN SELECT * FROM t", "  -- comment\n SELECT count(*) FROM t", "PRAGMA user_version",
                 "SELECT name FROM sqlite_master",
+                // Virtual tables, used first on a fresh connection each.
+                "SELECT value FROM json_each('[1,2]')", "SELECT * FROM pragma_table_info('t')",
+                "SELECT count(*) FROM search", "SELECT * FROM search WHERE search MATCH 'x'",
             ] {
                 let error = try await refusal(sql, in: directory)
                 #expect(error == nil, "\(sql)")
@@ -54,10 +61,25 @@ struct UntrustedSQLTests {
     ])
     func everythingElseIsRefused(sql: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let error = try await refusal(sql, in: directory)
-            #expect(error?.code == .auth, "\(String(describing: error))")
-            #expect(error?.message?.hasPrefix("refused: ") == true)
+            // Through a fetch, and through `execute(sql:)`, whose script path checks too.
+            for execute in [false, true] {
+                let error = try await refusal(sql, in: directory, execute: execute)
+                #expect(error?.code == .auth, "\(String(describing: error))")
+                #expect(error?.message?.hasPrefix("refused: ") == true)
+            }
         }
+    }
+
+    @Test func sqlAfterANULCharacterIsNotSilentlyDropped() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+        for sql in ["SELECT 1\0; DROP TABLE t", "DROP TABLE t\0"] {
+            await #expect(throws: SQLiteError.self) { try await queue.write { db in try db.execute(sql: sql) } }
+            await #expect(throws: SQLiteError.self) {
+                try await queue.read { db in try db.fetchOne(Int.self, sql: sql) }
+            }
+        }
+        #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
     }
 
     @Test func functionsThisSQLiteLacksFailToo() async throws {

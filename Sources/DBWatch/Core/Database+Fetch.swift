@@ -26,6 +26,7 @@ extension Database {
     /// Runs every statement of `sql` in order, without caching them.
     func executeScript(sql: String, arguments: StatementArguments) throws {
         let handle = try openHandle()
+        try Database.refuseNULCharacter(in: sql)
         var consumer = StatementArguments.Consumer(arguments)
         var remaining = sql
         var ranAny = false
@@ -35,6 +36,8 @@ extension Database {
             }
             remaining = tail
             guard let statement else { continue }
+            // The checks of `cachedStatement`, for scripts under a policy.
+            if untrustedPolicy != nil { try checkUntrusted(statement) }
             ranAny = true
             if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)

@@ -159,6 +159,7 @@ public final class Database {
             return statement
         }
         let handle = try openHandle()
+        try Database.refuseNULCharacter(in: sql)
         let (statement, tail) = try sql.withCString { cSQL in
             try prepare(cSQL, sql: sql, handle: handle, persistent: true)
         }
@@ -214,6 +215,14 @@ public final class Database {
         guard let statementHandle else { return (nil, rest) }
         let text = sql.flatMap { rest.isEmpty ? $0 : nil } ?? String(cString: sqlite3_sql(statementHandle))
         return (Statement(handle: statementHandle, database: self, sql: text, footprint: footprint), rest)
+    }
+
+    /// SQLite reads SQL up to its first NUL character: what follows would be
+    /// dropped without a word (and a second statement after it never checked).
+    static func refuseNULCharacter(in sql: String) throws {
+        if sql.utf8.contains(0) {
+            throw SQLiteError.misuse("the SQL holds a NUL character, where SQLite would stop reading it", sql: sql)
+        }
     }
 
     /// Whether `sql` holds only whitespace and comments.

@@ -46,6 +46,11 @@ public struct UntrustedSQLPolicy: Sendable {
         "load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "fts5", "sqlite_dbpage",
     ]
 
+    /// Whether `table` is `sqlite_master` (or `sqlite_temp_master`), as the authorizer names it.
+    static func isSchemaTable(_ table: String?) -> Bool {
+        table == "sqlite_master" || table == "sqlite_temp_master"
+    }
+
     /// Whether the authorizer allows `action`; otherwise the words for the refusal.
     static func refusal(action: Int32, first: String?, second: String?) -> String? {
         switch action {
@@ -58,6 +63,12 @@ public struct UntrustedSQLPolicy: Sendable {
             let name = (first ?? "").lowercased()
             if second != nil && !pragmasWithArgument.contains(name) { return "changing PRAGMA \(name)" }
             return readOnlyPragmas.contains(name) ? nil : "PRAGMA \(name)"
+        case SQLITE_UPDATE where isSchemaTable(first):
+            // Asked when a statement first uses a virtual table (FTS5,
+            // `json_each`, `pragma_table_info`) on a connection; nothing is
+            // written. Real writes to the schema table need a PRAGMA, which
+            // is refused, and fail the statement's read-only check anyway.
+            return nil
         case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
             return "writing to \(first ?? "a table")"
         case SQLITE_TRANSACTION, SQLITE_SAVEPOINT:

@@ -55,7 +55,11 @@ extension Database {
                 TableName(name, schema: schema.map { String(cString: $0) } ?? "main"), columns: .all)
             if action == SQLITE_DELETE { return deleteAnswer(first) }
         case SQLITE_UPDATE:
-            guard let first else { return SQLITE_OK }
+            // A statement's first use of a virtual table on a connection asks
+            // to update the schema table, and writes nothing.
+            guard let first, sqlite3_stricmp(first, "sqlite_master") != 0,
+                sqlite3_stricmp(first, "sqlite_temp_master") != 0
+            else { return SQLITE_OK }
             let column = second.map { String(cString: $0).lowercased() }
             footprintUnderConstruction!.recordWrite(
                 TableName(String(cString: first), schema: schema.map { String(cString: $0) } ?? "main"),
