@@ -108,6 +108,51 @@ struct ChangeTrackingTrapTests {
         #expect(region.tables.keys.contains(TableName("t")))
     }
 
+    /// The authorizer reports a read of a generated column, not of the
+    /// columns it is computed from, which are what an UPDATE sets.
+    @Test(arguments: ["VIRTUAL", "STORED"], ["queue", "pool"])
+    func generatedColumnsFollowTheirSources(storage: String, kind: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let database: any DatabaseWriter =
+                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            defer { database.close() }
+            try await database.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE item (id INTEGER PRIMARY KEY, price INT, qty INT, note TEXT,
+                                           total INT AS (price * qty) \(storage));
+                        INSERT INTO item (price, qty) VALUES (10, 1), (3, 1);
+                        CREATE VIEW big AS SELECT id FROM item WHERE total >= 20;
+                        """)
+            }
+            let queries = [
+                "SELECT sum(total) FROM item", "SELECT count(*) FROM big", "SELECT total FROM item WHERE id = 1",
+            ]
+            var recorders: [ValueRecorder<Result<Int, any Error>>] = []
+            var tasks: [Task<Void, Never>] = []
+            defer { for task in tasks { task.cancel() } }
+            for sql in queries {
+                let (recorder, task) = record(database.observe(IntRequest(sql)))
+                recorders.append(recorder)
+                tasks.append(task)
+            }
+            for recorder in recorders { try await recorder.wait(forCount: 1) }
+            try await database.write { db in try db.execute(sql: "UPDATE item SET qty = 5 WHERE id = 1") }
+            try await recorders[0].wait { $0.last?.value == 53 }
+            try await recorders[1].wait { $0.last?.value == 1 }
+            try await recorders[2].wait { $0.last?.value == 50 }
+            // Columns stay precise where no generated column is read.
+            let (plain, plainTask) = record(database.observe(IntRequest("SELECT sum(price) FROM item")))
+            defer { plainTask.cancel() }
+            try await plain.wait(forCount: 1)
+            try await database.write { db in try db.execute(sql: "UPDATE item SET note = 'x'") }
+            try await waitUntil {
+                database.statistics(for: IntRequest("SELECT sum(total) FROM item"))?.changesNotified == 2
+            }
+            #expect(database.statistics(for: IntRequest("SELECT sum(price) FROM item"))?.changesSkipped == 1)
+        }
+    }
+
     @Test func fts5WritesAreSeen() async throws {
         // Written through shadow tables whose names differ from the one queried.
         try await expectChange(

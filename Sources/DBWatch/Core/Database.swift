@@ -44,6 +44,9 @@ public final class Database {
     var untrustedTimeLimitExceeded = false
     /// Why the authorizer last refused an action, for the error message.
     var lastRefusal: String?
+    /// The generated columns of the tables statements read (see
+    /// `widenGeneratedColumnReads`), emptied with the statement cache.
+    var generatedColumnsCache: [TableName: Set<String>] = [:]
     /// Statements prepared under the untrusted policy, cached apart.
     private var untrustedStatementCache: [String: Statement] = [:]
 
@@ -196,6 +199,7 @@ public final class Database {
         footprintUnderConstruction = nil
         resolveUnqualifiedReads(in: &footprint)
         authorizerIsDroppingTable = false
+        if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
         guard code == SQLITE_OK else {
             let text = sql ?? String(cString: cSQL)
             // A refused function comes back as SQLITE_ERROR ("not authorized
@@ -255,6 +259,7 @@ public final class Database {
     func clearStatementCache() {
         statementCache.removeAll(keepingCapacity: true)
         untrustedStatementCache.removeAll()
+        generatedColumnsCache.removeAll()
     }
 
     // MARK: - Stepping

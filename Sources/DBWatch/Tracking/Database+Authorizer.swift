@@ -99,6 +99,46 @@ extension Database {
         footprint.unqualifiedRowsReads = []
     }
 
+    /// A generated column changes with the columns it is computed from, and
+    /// the authorizer reports only the generated column as read: a region
+    /// that reads one covers every column of its table.
+    func widenGeneratedColumnReads(in footprint: inout StatementFootprint) {
+        for (table, region) in footprint.reads.entries {
+            guard case .columns(let columns) = region.columns, !columns.isEmpty else { continue }
+            if !generatedColumns(of: table).isDisjoint(with: columns) {
+                footprint.reads.insert(table, columns: .all)
+            }
+        }
+    }
+
+    /// The generated columns of `table` (lowercased), from
+    /// `pragma_table_xinfo`; cached until the statement cache is emptied
+    /// (after a schema change).
+    private func generatedColumns(of table: TableName) -> Set<String> {
+        if let cached = generatedColumnsCache[table] { return cached }
+        guard let handle else { return [] }
+        // Raw C calls, with a throwaway footprint: this query's own
+        // authorizer calls must not count as SQLite re-preparing on its own.
+        let outerFootprint = footprintUnderConstruction
+        footprintUnderConstruction = StatementFootprint()
+        defer { footprintUnderConstruction = outerFootprint }
+        var statement: OpaquePointer?
+        let sql = "SELECT name FROM pragma_table_xinfo(?1, ?2) WHERE hidden IN (2, 3)"
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            return []
+        }
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_text(statement, 1, table.name, -1, dbwatch_transient())
+        sqlite3_bind_text(statement, 2, table.schema, -1, dbwatch_transient())
+        var names: Set<String> = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            if let name = sqlite3_column_text(statement, 0) { names.insert(String(cString: name).lowercased()) }
+        }
+        generatedColumnsCache[table] = names
+        return names
+    }
+
     /// `SQLITE_IGNORE` on a delete disables the truncate optimization (whose
     /// rows would reach no hook) while the rows are still deleted. SQLite's
     /// own tables are left alone.
