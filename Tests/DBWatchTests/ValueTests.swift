@@ -136,6 +136,24 @@ struct ValueTests {
         }
     }
 
+    @Test func numbersBeyondTheTargetTypeThrow() async throws {
+        struct Measure: Decodable { var value: Float }
+        struct Small: Decodable { var value: Int8 }
+        struct Narrow: Decodable { var value: String?, extra: Int? }
+        let queue = try DatabaseQueue()
+        try await queue.read { db in
+            #expect(try db.fetchOne(Measure.self, sql: "SELECT 1.5 AS value")?.value == 1.5)
+            #expect(throws: DecodingError.self) { try db.fetchOne(Measure.self, sql: "SELECT 1e300 AS value") }
+            #expect(throws: DecodingError.self) { try db.fetchOne(Float.self, sql: "SELECT 1e300") }
+            #expect(throws: DecodingError.self) { try db.fetchOne(Small.self, sql: "SELECT 300 AS value") }
+            // Infinity itself is a Float.
+            #expect(try db.fetchOne(Float.self, sql: "SELECT 9e999") == .infinity)
+            // An optional property with no column is nil (documented).
+            let narrow = try db.fetchOne(Narrow.self, sql: "SELECT 'a' AS value")
+            #expect(narrow?.value == "a" && narrow?.extra == nil)
+        }
+    }
+
     @Test func manyRowsReuseOneDecoderCorrectly() async throws {
         struct Entry: Decodable, Equatable {
             var id: Int

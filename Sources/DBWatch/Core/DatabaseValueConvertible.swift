@@ -76,9 +76,12 @@ extension Double: DatabaseValueConvertible {
 extension Float: DatabaseValueConvertible {
     /// `.real(Double(self))`
     public var databaseValue: DatabaseValue { .real(Double(self)) }
-    /// A real or an integer, narrowed to `Float`.
+    /// A real or an integer, narrowed to `Float`; nil when a finite value
+    /// is beyond `Float`'s range (it would become infinity).
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Float? {
-        Double.fromDatabaseValue(value).map { Float($0) }
+        guard let double = Double.fromDatabaseValue(value) else { return nil }
+        let float = Float(double)
+        return float.isInfinite && double.isFinite ? nil : float
     }
 }
 

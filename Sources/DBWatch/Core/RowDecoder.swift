@@ -104,6 +104,14 @@ final class ColumnReader {
         }
     }
 
+    /// A `Float`, or nil when the value is not a number or is finite but
+    /// beyond `Float`'s range (it would become infinity).
+    func float(at index: Int) -> Float? {
+        guard let value = double(at: index) else { return nil }
+        let float = Float(value)
+        return float.isInfinite && value.isFinite ? nil : float
+    }
+
     @inline(__always)
     func string(at index: Int) -> String? {
         guard case .statement(let handle) = storage else { return String.fromDatabaseValue(value(at: index)) }
@@ -242,8 +250,8 @@ struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
         let index = try index(key)
-        guard let value = reader.double(at: index) else { throw mismatch(Float.self, reader, index, key) }
-        return Float(value)
+        guard let value = reader.float(at: index) else { throw mismatch(Float.self, reader, index, key) }
+        return value
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
@@ -305,7 +313,12 @@ struct SingleColumn: SingleValueDecodingContainer {
         return value
     }
 
-    func decode(_ type: Float.Type) throws -> Float { Float(try decode(Double.self)) }
+    func decode(_ type: Float.Type) throws -> Float {
+        guard let value = reader.float(at: index) else {
+            throw mismatch(Float.self, reader, index, ColumnKey(intValue: index))
+        }
+        return value
+    }
 
     func decode(_ type: String.Type) throws -> String {
         guard let value = reader.string(at: index) else {
