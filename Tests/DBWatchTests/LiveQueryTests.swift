@@ -64,6 +64,42 @@ struct LiveQueryTests {
         #expect(queue.observationCount == 0)
     }
 
+    @Test func subscribingAfterRunEndedGivesTheLastValueThenTheEnd() async throws {
+        let queue = try await makePlayerQueue()
+        try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('ann')") }
+        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let runner = Task { await live.run() }
+        try await waitUntil { live.value == ["ann"] }
+        runner.cancel()
+        await runner.value
+        let received = try await withTimeout { () async -> [[String]] in
+            var received: [[String]] = []
+            for await names in live.values { received.append(names) }
+            return received
+        }
+        #expect(received == [["ann"]])
+        #expect(live.subscriberCount == 0)
+    }
+
+    @Test func anEqualValueAfterARequestChangeIsNotDeliveredAgain() async throws {
+        let queue = try await makePlayerQueue()
+        try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('ann'), ('bob')") }
+        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let runner = Task { await live.run() }
+        defer { runner.cancel() }
+        let recorder = ValueRecorder<[String]>()
+        let consumer = Task { for await names in live.values { recorder.append(names) } }
+        defer { consumer.cancel() }
+        try await recorder.wait { $0.last == ["ann"] }
+        // "an" finds the same rows: its first value is not delivered again,
+        // and its next one is.
+        live.request = Search(prefix: "an")
+        try await waitUntil { queue.statistics(for: Search(prefix: "an"))?.fetches == 1 }
+        try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('anna')") }
+        try await recorder.wait { $0.last == ["ann", "anna"] }
+        #expect(recorder.values.filter { $0 == ["ann"] }.count == 1, "\(recorder.values)")
+    }
+
     @Test func liveQueryKeepsLatestError() async throws {
         let queue = try DatabaseQueue()
         let live = LiveQuery(IntRequest("SELECT count(*) FROM missing"), in: queue)

@@ -133,7 +133,12 @@ public final class LiveQuery<Request: Queryable>: Sendable {
 
     /// The current value at once, then each new value. A slow subscriber
     /// receives the newest value when it asks again. The sequence ends when
-    /// ``run()`` ends or the consuming task is cancelled.
+    /// ``run()`` ends or the consuming task is cancelled; subscribing after
+    /// `run()` ended gives the last value, then the end.
+    ///
+    /// ```swift
+    /// for await players in leaderboard.values { broadcast(players) }
+    /// ```
     public var values: Values { Values(liveQuery: self) }
 
     fileprivate func subscribe() -> QueryObservation<Request>.Subscription {
