@@ -280,6 +280,35 @@ struct MigrationTests {
         }
     }
 
+    @Test(arguments: [
+        "('abc', 'n', 'c', 'd')", "(1, NULL, 'c', 'd')", "(1.5, 'n', 'c', 'd')", "(1, 'n', x'00', 'd')",
+    ])
+    func anInvalidHistoryRecordIsATypedError(values: String) async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE dbwatch_migrations (number, name TEXT, checksum TEXT, applied_at TEXT);
+                    INSERT INTO dbwatch_migrations VALUES \(values);
+                    """)
+        }
+        for attempt in 0..<2 {
+            let error = try await #require(throws: MigrationError.self) {
+                if attempt == 0 {
+                    _ = try await Self.migrator.status(of: queue)
+                } else {
+                    _ = try await Self.migrator.migrate(queue)
+                }
+            }
+            guard case .invalidHistory = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect("\(error)".contains("nothing was applied"))
+        }
+        #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations"])
+    }
+
     @Test func migratesUpToATarget() async throws {
         let queue = try DatabaseQueue()
         #expect(try await Self.migrator.dryRun(queue, upTo: 2).map(\.number) == [1, 2])

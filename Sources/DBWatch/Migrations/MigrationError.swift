@@ -72,6 +72,15 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// MigrationError.foreignKeyViolation(fileName: "0003_create_game.sql", tables: ["game"])
     /// ```
     case foreignKeyViolation(fileName: String, tables: [String])
+    /// The table of applied migrations (`dbwatch_migrations`) holds a
+    /// record DBWatch did not write (a number that is not an integer, a
+    /// missing name or checksum): the history cannot be trusted, and
+    /// nothing was applied.
+    ///
+    /// ```swift
+    /// MigrationError.invalidHistory("number 'abc' is not an integer")
+    /// ```
+    case invalidHistory(String)
 
     /// A one-paragraph explanation naming the files involved.
     ///
@@ -112,6 +121,9 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
         case .foreignKeyViolation(let fileName, let tables):
             return "migration \(fileName) leaves foreign key violations in \(tables.joined(separator: ", ")) "
                 + "and was rolled back"
+        case .invalidHistory(let reason):
+            return "the table of applied migrations (dbwatch_migrations) holds an invalid record, "
+                + "nothing was applied: \(reason)"
         }
     }
 }

@@ -339,11 +339,16 @@ public struct Migrator: Sendable {
         guard let tableCount, tableCount > 0 else { return [] }
         return try db.fetchAll(sql: "SELECT number, name, checksum, applied_at FROM \(recordTable) ORDER BY number")
             .map { row in
-                AppliedMigration(
-                    number: try row.decode(Int.self, at: 0),
-                    name: try row.decode(String.self, at: 1),
-                    checksum: try row.decode(String.self, at: 2),
-                    appliedAt: try row.decode(String.self, at: 3))
+                func field<T: DatabaseValueConvertible>(_ type: T.Type, _ index: Int, _ what: String) throws -> T {
+                    guard let value = T.fromDatabaseValue(row[index]) else {
+                        throw MigrationError.invalidHistory("\(what) \(row[index]) in \(row)")
+                    }
+                    return value
+                }
+                return AppliedMigration(
+                    number: try field(Int.self, 0, "the number"), name: try field(String.self, 1, "the name"),
+                    checksum: try field(String.self, 2, "the checksum"),
+                    appliedAt: try field(String.self, 3, "the time"))
             }
     }
 }

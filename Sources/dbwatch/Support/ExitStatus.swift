@@ -52,7 +52,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             case .statementFailed(_, _, _, let error):
                 let status = ExitStatus(code: error.code)
                 self = status == .failure ? .badSQL : status
-            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation:
+            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation, .invalidHistory:
                 self = .badSQL
             }
         default:
