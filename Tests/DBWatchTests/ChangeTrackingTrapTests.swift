@@ -275,6 +275,19 @@ struct ChangeTrackingTrapTests {
         try await values.wait { $0.last?.value == 1 }
     }
 
+    @Test func theSchemaTableHasOneNameWhateverAliasTheSQLUses() async throws {
+        let queue = try DatabaseQueue()
+        let regions = try await queue.read { db in
+            try [
+                "SELECT 1 FROM sqlite_schema", "SELECT name FROM sqlite_schema", "SELECT count(*) FROM sqlite_master",
+                "SELECT 1 FROM sqlite_temp_schema", "SELECT name FROM sqlite_temp_master",
+                "SELECT 1 FROM temp.sqlite_master",
+            ].map { try db.region(of: $0).tables.keys.map(\.description) }
+        }
+        #expect(regions.prefix(3).allSatisfy { $0 == ["main.sqlite_master"] }, "\(regions)")
+        #expect(regions.suffix(3).allSatisfy { $0 == ["temp.sqlite_temp_master"] }, "\(regions)")
+    }
+
     @Test func failedCommitPublishesNothing() async throws {
         // A deferred foreign key makes COMMIT itself fail. SQLite checks it
         // before it calls the commit hook; FailedCommitTests covers commits

@@ -82,9 +82,24 @@ extension Database {
     /// Without a schema, the name is resolved after the prepare.
     private func recordRowsRead(table name: String, schema: String?) {
         if let schema {
-            footprintUnderConstruction!.reads.insert(TableName(name, schema: schema), columns: .rows)
+            footprintUnderConstruction!.reads.insert(Self.canonicalTable(name, schema: schema), columns: .rows)
         } else {
             footprintUnderConstruction!.unqualifiedRowsReads.append(name)
+        }
+    }
+
+    /// The schema table under the name SQLite gives it when a column of it
+    /// is read (`main.sqlite_master`, `temp.sqlite_temp_master`), whatever
+    /// alias the SQL used (`sqlite_schema`, `temp.sqlite_master`, …).
+    static func canonicalTable(_ name: String, schema: String?) -> TableName {
+        switch name.lowercased() {
+        case "sqlite_master", "sqlite_schema":
+            return schema?.lowercased() == "temp"
+                ? TableName("sqlite_temp_master", schema: "temp") : TableName("sqlite_master", schema: schema ?? "main")
+        case "sqlite_temp_master", "sqlite_temp_schema":
+            return TableName("sqlite_temp_master", schema: "temp")
+        default:
+            return TableName(name, schema: schema ?? "main")
         }
     }
 
@@ -93,8 +108,16 @@ extension Database {
     func resolveUnqualifiedReads(in footprint: inout StatementFootprint) {
         guard let handle, !footprint.unqualifiedRowsReads.isEmpty else { return }
         for name in footprint.unqualifiedRowsReads {
-            let isTemp = sqlite3_table_column_metadata(handle, "temp", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
-            footprint.reads.insert(TableName(name, schema: isTemp ? "temp" : "main"), columns: .rows)
+            let table: TableName
+            if name.lowercased().hasPrefix("sqlite_") {
+                // `temp` "has" sqlite_schema too: keep the aliases apart from the lookup.
+                table = Self.canonicalTable(name, schema: nil)
+            } else {
+                let isTemp =
+                    sqlite3_table_column_metadata(handle, "temp", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
+                table = TableName(name, schema: isTemp ? "temp" : "main")
+            }
+            footprint.reads.insert(table, columns: .rows)
         }
         footprint.unqualifiedRowsReads = []
     }
