@@ -565,4 +565,33 @@ struct MigrationTests {
             }
         }
     }
+
+    @Test func aDamagedDatabaseIsNotMigrated() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB);
+                        WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000)
+                        INSERT INTO t SELECT i, randomblob(100) FROM c;
+                        """)
+            }
+            queue.close()
+            // Garbage over page 2, a page of t's b-tree.
+            let file = try #require(FileHandle(forUpdatingAtPath: path))
+            try file.seek(toOffset: 4096)
+            try file.write(contentsOf: Data(repeating: 0x5A, count: 4096))
+            try file.close()
+            let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+
+            let reopened = try DatabaseQueue(path: path)
+            let error = try await #require(throws: SQLiteError.self) { try await Self.migrator.migrate(reopened) }
+            #expect(error.code.primary == .corrupt)
+            #expect(error.message?.contains("nothing was applied") == true)
+            reopened.close()
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
+        }
+    }
 }
