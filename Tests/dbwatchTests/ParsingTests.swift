@@ -59,6 +59,34 @@ struct ParsingTests {
         #expect(exitCode.rawValue == 64, "\(arguments)")
     }
 
+    /// Out-of-range numbers are refused with a message that gives the
+    /// range: a tiny `--rate` used to trap in `.seconds(1 / rate)` and a
+    /// tiny `--interval` to spin the CPU.
+    @Test(arguments: [
+        (["demo", "--rate", "1e-20"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "1e-300"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "0.001"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "nan"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--duration", "1e12"], "at most 31536000 seconds"),
+        (["watch", "db.sqlite", "SELECT 1", "--interval", "1e-300"], "--interval must be between 0.01 and 3600"),
+        (["watch", "db.sqlite", "SELECT 1", "--interval", "4000"], "--interval must be between 0.01 and 3600"),
+        (["watch", "db.sqlite", "SELECT 1", "--time-limit", "100000"], "at most 86400 seconds"),
+        (["explain", "db.sqlite", "SELECT 1", "--time-limit", "100000"], "at most 86400 seconds"),
+    ])
+    func outOfRangeNumbersNameTheRange(arguments: [String], message: String) {
+        let error = DBWatchCommand.parseError(arguments)
+        #expect(DBWatchCommand.exitCode(for: error).rawValue == 64, "\(arguments)")
+        #expect(DBWatchCommand.message(for: error).contains(message), "\(DBWatchCommand.message(for: error))")
+    }
+
+    @Test func smallestRatesAndIntervalsAreAccepted() throws {
+        let demo = try #require(try DBWatchCommand.parseAsRoot(["demo", "--rate", "0.01"]) as? DemoCommand)
+        #expect(demo.rate == 0.01)
+        let watch = try #require(
+            try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "SELECT 1", "--interval", "0.01"]) as? WatchCommand)
+        #expect(watch.interval == 0.01)
+    }
+
     @Test func migrateOptions() throws {
         let command = try DBWatchCommand.parseAsRoot(["migrate", "db.sqlite", "--dir", "M", "--to", "2", "--dry-run"])
         let migrate = try #require(command as? MigrateCommand)

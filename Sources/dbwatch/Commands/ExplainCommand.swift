@@ -37,7 +37,7 @@ struct ExplainCommand: AsyncParsableCommand {
     func validate() throws {
         if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("The SQL is empty.") }
         if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be a positive number of seconds.")
+            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
     }
 

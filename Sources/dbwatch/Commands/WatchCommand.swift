@@ -75,11 +75,11 @@ struct WatchCommand: AsyncParsableCommand {
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1.") }
         if once && count != nil { throw ValidationError("Give --once or --count, not both.") }
-        if !(interval > 0 && interval <= 3600) {
-            throw ValidationError("--interval must be between 0 and 3600 seconds.")
+        if !(interval >= 0.01 && interval <= 3600) {
+            throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
         }
         if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be a positive number of seconds.")
+            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
         if format == .csv && sql.count > 1 {
             throw ValidationError("--format csv watches one SQL; use ndjson for several.")
