@@ -146,6 +146,47 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// Ctrl-C during a migration that runs forever interrupts its statement:
+    /// the migration rolls back, the progress line ends, the ones before it
+    /// stay, and the command exits 130.
+    @Test func ctrlCRollsBackTheMigrationInProgress() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data("CREATE TABLE first (id INTEGER PRIMARY KEY);\n".utf8)
+                .write(to: URL(fileURLWithPath: folder + "/0001_first.sql"))
+            try Data(
+                """
+                CREATE TABLE slow (n INTEGER);
+                INSERT INTO slow WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;
+
+                """.utf8
+            ).write(to: URL(fileURLWithPath: folder + "/0002_slow.sql"))
+            let path = scratch.file("app.sqlite")
+            let run = try DBWatchRun.start(["migrate", path, "--dir", folder])
+            defer { run.kill() }
+            _ = try await run.wait(forOutput: "0002_slow.sql … ")
+            run.interrupt()
+            let snapshot = try await run.waitForExit(timeout: 20)
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stdout.contains("  0002_slow.sql … interrupted, rolled back\n"), "\(snapshot)")
+            #expect(snapshot.stdout.contains("Applied 1 of 2 before the interruption"), "\(snapshot)")
+            #expect(
+                snapshot.stderr == "dbwatch: interrupted; the migration in progress was rolled back\n", "\(snapshot)")
+
+            let queue = try DatabaseQueue(path: path)
+            let (tables, numbers) = try await queue.read { db in
+                (
+                    try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'"),
+                    try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations")
+                )
+            }
+            queue.close()
+            #expect(tables.contains("first") && !tables.contains("slow"), "\(tables)")
+            #expect(numbers == [1])
+        }
+    }
+
     @Test func badDirectoriesAndTargets() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")

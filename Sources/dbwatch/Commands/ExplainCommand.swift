@@ -42,6 +42,7 @@ struct ExplainCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let interrupt = InterruptSignal()
         let pool: DatabasePool
         do {
             pool = try DatabasePool.openForWatching(database, pollInterval: nil)
@@ -52,19 +53,27 @@ struct ExplainCommand: AsyncParsableCommand {
         let query = WatchedQuery(
             sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
         let sql = self.sql
+        let plan = self.plan
         let policy = UntrustedSQLPolicy(timeLimit: .seconds(timeLimit))
         do {
-            let explanation = try await pool.explain(query)
-            var text = ExplainCommand.words(for: explanation, sql: sql)
-            if plan {
-                let steps = try await pool.read { db in
-                    try db.withUntrustedSQL(policy) {
-                        try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
+            // Ctrl-C or SIGTERM cancels the reads, which interrupts the running statement.
+            let text = try await interrupt.cancellingOnSignal {
+                let explanation = try await pool.explain(query)
+                var text = ExplainCommand.words(for: explanation, sql: sql)
+                if plan {
+                    let steps = try await pool.read { db in
+                        try db.withUntrustedSQL(policy) {
+                            try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
+                        }
                     }
+                    text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
                 }
-                text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
+                return text
             }
             Output.standardOutput(text + "\n")
+        } catch is Interrupted {
+            Output.standardError("dbwatch: interrupted; the query was stopped\n")
+            throw ExitStatus.interrupted.exitCode
         } catch {
             throw ErrorReport.exit(for: error, sql: sql)
         }

@@ -47,29 +47,35 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let interrupt = InterruptSignal()
         FileSizeLimitSignal.reportAsWriteFailure()
         do {
-            let migrator = try Migrator(directory: dir)
-            let shownPath = CellText.sanitized(database)
-            if status || dryRun {
-                let (queue, exists) = try openWithoutWriting()
-                defer { queue.close() }
-                if !exists { Output.standardOutput("\(shownPath) does not exist yet: nothing is applied.\n") }
-                if status {
-                    try await printStatus(of: queue, migrator: migrator)
-                } else {
-                    try await printDryRun(of: queue, migrator: migrator)
-                }
-                return
-            }
-            let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
-            defer { queue.close() }
-            try await migrate(queue, migrator: migrator)
+            let command = self
+            try await interrupt.cancellingOnSignal { try await command.runUntilInterrupted() }
         } catch let error as ExitCode {
             throw error
         } catch {
             throw ErrorReport.exit(for: error)
         }
+    }
+
+    private func runUntilInterrupted() async throws {
+        let migrator = try Migrator(directory: dir)
+        let shownPath = CellText.sanitized(database)
+        if status || dryRun {
+            let (queue, exists) = try openWithoutWriting()
+            defer { queue.close() }
+            if !exists { Output.standardOutput("\(shownPath) does not exist yet: nothing is applied.\n") }
+            if status {
+                try await printStatus(of: queue, migrator: migrator)
+            } else {
+                try await printDryRun(of: queue, migrator: migrator)
+            }
+            return
+        }
+        let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
+        defer { queue.close() }
+        try await migrate(queue, migrator: migrator)
     }
 
     /// The database read-only, or an empty in-memory one when the file does
@@ -114,6 +120,17 @@ struct MigrateCommand: AsyncParsableCommand {
                     Output.standardOutput("already applied by another connection\n")
                 }
             } catch {
+                if Task.isCancelled {
+                    // Ctrl-C or SIGTERM: cancelling interrupted the statement and the migration rolled back.
+                    Output.standardOutput("interrupted, rolled back\n")
+                    Output.standardError("dbwatch: interrupted; the migration in progress was rolled back\n")
+                    // Not cancelled itself, so that it can read where the database stands.
+                    let status = try? await Task { try await migrator.status(of: queue) }.value
+                    let position = status.map { MigrateCommand.position($0, total: total) } ?? "unknown"
+                    Output.standardOutput(
+                        "Applied \(applied) of \(plan.count) before the interruption; \(path) is \(position).\n")
+                    throw ExitStatus.interrupted.exitCode
+                }
                 Output.standardOutput("failed, rolled back\n")
                 let report = ErrorReport.text(for: error)
                 let status = try? await migrator.status(of: queue)

@@ -30,6 +30,8 @@ struct WatchSession {
     private(set) var failedQuery: Int?
     /// The SQL of that query.
     private(set) var failedSQL: String?
+    /// Whether Ctrl-C or `SIGTERM` ended the session.
+    private(set) var wasInterrupted = false
 
     /// What the watch loop waits for.
     enum Event: Sendable {
@@ -64,6 +66,7 @@ struct WatchSession {
         for await event in events {
             switch event {
             case .interrupted:
+                wasInterrupted = true
                 return
             case .result(let index, .success(let value)):
                 let text = printer.text(for: value, query: index, at: Date())
