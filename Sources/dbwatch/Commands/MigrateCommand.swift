@@ -41,6 +41,9 @@ struct MigrateCommand: AsyncParsableCommand {
     var status = false
 
     func validate() throws {
+        if database.isEmpty || database == ":memory:" {
+            throw ValidationError("Give a database file path: \"\" and :memory: are temporary and would save nothing.")
+        }
         if let to, to < 1 { throw ValidationError("--to must be a migration number, 1 or more.") }
         if dryRun && status { throw ValidationError("Give --dry-run or --status, not both.") }
         if status && to != nil { throw ValidationError("--to applies to migrating and --dry-run, not --status.") }
