@@ -187,6 +187,66 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// A database another connection keeps locked past the busy timeout is
+    /// a temporary failure (exit 75) with a hint, and the summary tells the
+    /// migrations applied, without calling a database that holds tables empty.
+    @Test func aLockedDatabaseIsATemporaryFailure() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN IMMEDIATE") {
+                try await DBWatchRun.run(["migrate", path, "--dir", migrations])
+            }
+            #expect(snapshot.exitStatus == 75, "\(snapshot)")
+            #expect(snapshot.stderr.contains("database is locked"), "\(snapshot)")
+            #expect(snapshot.stderr.contains("another connection holds its lock; try again"), "\(snapshot)")
+            #expect(
+                snapshot.stdout.contains("Applied 0 of 4 before the failure; \(path) is at no migration yet (0 of 4"),
+                "\(snapshot)")
+            #expect(!snapshot.stdout.contains("empty"), "\(snapshot)")
+        }
+    }
+
+    /// `watch` and `explain` on a database held with `BEGIN EXCLUSIVE`.
+    @Test(arguments: ["watch", "explain"])
+    func anExclusivelyLockedDatabaseIsATemporaryFailure(command: String) async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
+                try await DBWatchRun.run(
+                    [command, path, "SELECT count(*) FROM existing"] + (command == "watch" ? ["--once"] : []))
+            }
+            #expect(snapshot.exitStatus == 75, "\(snapshot)")
+            #expect(snapshot.stderr.contains("another connection holds its lock; try again"), "\(snapshot)")
+        }
+    }
+
+    /// Runs `body` while another connection holds `path` (a database in
+    /// rollback-journal mode holding the table `existing`) locked with
+    /// `begin`, in a transaction that rolls back afterwards.
+    private func withDatabaseLocked<T: Sendable>(
+        _ path: String, by begin: String, _ body: () async throws -> T
+    ) async throws -> T {
+        let holder = try DatabaseQueue(path: path)
+        defer { holder.close() }
+        try await holder.write { db in try db.execute(sql: "CREATE TABLE existing (a)") }
+        let (locked, lockedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let release = DispatchSemaphore(value: 0)
+        let holding = Task {
+            try await holder.writeWithoutTransaction { db in
+                try db.execute(sql: begin)
+                lockedContinuation.yield()
+                _ = release.wait(timeout: .now() + 120)
+                try db.execute(sql: "ROLLBACK")
+            }
+        }
+        defer { release.signal() }
+        for await _ in locked { break }
+        let result = try await body()
+        release.signal()
+        try await holding.value
+        return result
+    }
+
     @Test func badDirectoriesAndTargets() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")

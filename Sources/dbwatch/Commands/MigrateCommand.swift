@@ -150,9 +150,11 @@ struct MigrateCommand: AsyncParsableCommand {
             "Applied \(applied) \(appliedNoun); \(path) is \(MigrateCommand.position(status, total: total)).\n")
     }
 
-    /// `at 0002_add_score_history.sql (2 of 4 applied)` or `empty (0 of 4 applied)`.
+    /// `at 0002_add_score_history.sql (2 of 4 applied, 2 pending)` or
+    /// `at no migration yet (0 of 4 applied)`: what the records say, not
+    /// whether the database holds anything.
     static func position(_ status: MigrationStatus, total: Int) -> String {
-        guard let last = status.applied.last else { return "empty (0 of \(total) applied)" }
+        guard let last = status.applied.last else { return "at no migration yet (0 of \(total) applied)" }
         let state = status.pending.isEmpty ? "up to date" : "\(status.pending.count) pending"
         return "at \(last.fileName) (\(status.applied.count) of \(total) applied, \(state))"
     }

@@ -28,6 +28,9 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// limit, or the operating system failed a write (`EX_IOERR`). The
     /// failing transaction was rolled back; earlier commits are intact.
     case writeFailed = 74
+    /// The database is locked by another connection beyond the busy
+    /// timeout (`EX_TEMPFAIL`): try again.
+    case locked = 75
     /// Ctrl-C or `SIGTERM` stopped `migrate` or `explain` before the work
     /// was done (a migration in progress is rolled back); `watch` and
     /// `demo` exit 0 instead.
@@ -76,6 +79,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         }
         switch code.primary {
         case .auth: self = .refused
+        case .busy, .locked: self = .locked
         case .interrupt: self = .timeLimit
         case .cannotOpen, .notADatabase, .corrupt, .perm, .ioError, .readOnly, .notFound:
             self = .unavailable
@@ -95,6 +99,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           67  refused statement: watched and explained SQL may only read
           68  the query ran longer than --time-limit and was stopped
           74  a write failed (disk full, file size limit, I/O error); rolled back
+          75  the database is locked by another connection; try again
           130 migrate or explain stopped by Ctrl-C or SIGTERM (work rolled back)
           1   any other error
         """
