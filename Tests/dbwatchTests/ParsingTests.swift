@@ -90,6 +90,29 @@ struct ParsingTests {
         #expect(watch.interval == 0.01)
     }
 
+    /// `--arg` takes the next word whatever it looks like: negative numbers
+    /// (the README's own `-2e3`) and text that starts with dashes.
+    @Test func argumentValuesMayStartWithADash() throws {
+        for command in [
+            ["watch", "db.sqlite", "SELECT ?, ?, ?", "--arg", "-5", "--arg", "-2e3", "--arg", "-- x", "--once"],
+            ["explain", "db.sqlite", "SELECT ?, ?, ?", "--arg", "-5", "--arg", "-2e3", "--arg", "-- x"],
+        ] {
+            let parsed = try DBWatchCommand.parseAsRoot(command)
+            let values = (parsed as? WatchCommand)?.arguments ?? (parsed as? ExplainCommand)?.arguments
+            #expect(values?.map(\.value) == [.integer(-5), .real(-2000), .text("-- x")], "\(command)")
+        }
+    }
+
+    @Test func sqlStartingWithACommentGetsAHint() throws {
+        let hint = try #require(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "-- top\nSELECT 1"]))
+        #expect(hint.contains("put -- before the SQL"))
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "SELECT 1", "--count", "0"]) == nil)
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "SELECT ?", "--arg", "-- x", "-c"]) == nil)
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "--", "-- top\nSELECT 1", "--x"]) == nil)
+        let afterTerminator = try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "--once", "--", "-- top\nSELECT 1"])
+        #expect((afterTerminator as? WatchCommand)?.sql == ["-- top\nSELECT 1"])
+    }
+
     @Test func migrateOptions() throws {
         let command = try DBWatchCommand.parseAsRoot(["migrate", "db.sqlite", "--dir", "M", "--to", "2", "--dry-run"])
         let migrate = try #require(command as? MigrateCommand)

@@ -155,6 +155,23 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// SQL that starts with a `--` comment reads as an option: the usage
+    /// error says to put `--` before it, and with `--` it runs.
+    @Test func sqlStartingWithACommentNeedsTheTerminator() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let sql = "-- the best\nSELECT max(score) FROM player"
+            for arguments in [["watch", path, sql, "--once"], ["explain", path, sql]] {
+                let snapshot = try await DBWatchRun.run(arguments)
+                #expect(snapshot.exitStatus == 64, "\(snapshot)")
+                #expect(snapshot.stderr.contains("put -- before the SQL"), "\(snapshot)")
+            }
+            let fixed = try await DBWatchRun.run(["watch", path, "--once", "--format", "csv", "--", sql])
+            #expect(fixed.exitStatus == 0, "\(fixed)")
+            #expect(fixed.stdout.contains("100"), "\(fixed)")
+        }
+    }
+
     @Test func badSQLShowsSQLitesMessageAndPosition() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)

@@ -24,7 +24,7 @@ struct ExplainCommand: AsyncParsableCommand {
     @Argument(help: "The query to explain (one statement).")
     var sql: String
 
-    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
     var arguments: [SQLArgument] = []
 
     @Flag(inversion: .prefixedNo, help: "Print SQLite's query plan (EXPLAIN QUERY PLAN).")

@@ -41,7 +41,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The query to watch; give several to watch each. Each holds one statement.")
     var sql: [String] = []
 
-    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
     var arguments: [SQLArgument] = []
 
     @Option(
