@@ -247,6 +247,50 @@ struct MigrateEndToEndTests {
         return result
     }
 
+    /// A migration that is not UTF-8 is a bad migration (exit 65), like a
+    /// bad name or a gap, not an unreadable one.
+    @Test func aNonUTF8MigrationIsABadMigration() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data([0x53, 0x45, 0x4C, 0xFF, 0xFE, 0x3B]).write(to: URL(fileURLWithPath: folder + "/0001_bytes.sql"))
+            let bytes = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(bytes.exitStatus == 65, "\(bytes)")
+            #expect(
+                bytes.stderr == "dbwatch: the migration file \(folder)/0001_bytes.sql is not valid UTF-8 text\n",
+                "\(bytes)")
+        }
+    }
+
+    /// An unreadable migration file or folder names its path and the
+    /// system's reason (exit 66). Permissions mean nothing to root, who
+    /// reads everything.
+    @Test(.enabled(if: getuid() != 0, "root reads files whatever their permissions"))
+    func unreadableMigrationsSayPermissionDenied() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let file = folder + "/0001_a.sql"
+            try Data("CREATE TABLE a (x);\n".utf8).write(to: URL(fileURLWithPath: file))
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file)
+            let unreadableFile = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(unreadableFile.exitStatus == 66, "\(unreadableFile)")
+            #expect(
+                unreadableFile.stderr == "dbwatch: cannot read the migration file \(file): Permission denied\n",
+                "\(unreadableFile)")
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+            let unreadableFolder = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(unreadableFolder.exitStatus == 66, "\(unreadableFolder)")
+            #expect(
+                unreadableFolder.stderr == "dbwatch: cannot read the migrations folder \(folder): Permission denied\n",
+                "\(unreadableFolder)")
+        }
+    }
+
     @Test func badDirectoriesAndTargets() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")
