@@ -28,6 +28,19 @@ struct DemoEndToEndTests {
         #expect(snapshot.stdout.contains("Demo stopped after"))
     }
 
+    /// A hangup (the terminal closed) stops the demo like SIGTERM: the
+    /// screen is restored and the summary printed, exit 0.
+    @Test(arguments: [SIGTERM, SIGHUP])
+    func terminationSignalsStopTheDemoWithZero(signal: Int32) async throws {
+        let run = try DBWatchRun.start(["demo", "--seed", "2"])
+        defer { run.kill() }
+        _ = try await run.wait(forOutput: "--- frame 1 ")
+        kill(run.pid, signal)
+        let snapshot = try await run.waitForExit(timeout: 20)
+        #expect(snapshot.exitStatus == 0, "\(snapshot)")
+        #expect(snapshot.stdout.contains("Demo stopped after"), "\(snapshot)")
+    }
+
     @Test func aSecondProcessWatchesTheDemoFile() async throws {
         try await withScratch { scratch in
             let path = scratch.file("demo.sqlite")

@@ -52,7 +52,7 @@ struct DemoSession {
         case stop
     }
 
-    /// Runs until Ctrl-C or `SIGTERM` (`interrupt`) or the duration; throws
+    /// Runs until Ctrl-C, `SIGTERM` or `SIGHUP` (`interrupt`) or the duration; throws
     /// when the database file is replaced or deleted.
     mutating func run(interrupt: InterruptSignal) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)

@@ -31,7 +31,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// The database is locked by another connection beyond the busy
     /// timeout (`EX_TEMPFAIL`): try again.
     case locked = 75
-    /// Ctrl-C or `SIGTERM` stopped `migrate` or `explain` before the work
+    /// Ctrl-C, `SIGTERM` or `SIGHUP` stopped `migrate` or `explain` before the work
     /// was done (a migration in progress is rolled back); `watch` and
     /// `demo` exit 0 instead.
     case interrupted = 130
@@ -100,7 +100,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           68  the query ran longer than --time-limit and was stopped
           74  a write failed (disk full, file size limit, I/O error); rolled back
           75  the database is locked by another connection; try again
-          130 migrate or explain stopped by Ctrl-C or SIGTERM (work rolled back)
+          130 migrate or explain stopped by Ctrl-C, SIGTERM, SIGHUP (rolled back)
           1   any other error
         """
 }

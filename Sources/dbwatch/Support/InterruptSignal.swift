@@ -5,9 +5,9 @@ import Dispatch
     import Glibc
 #endif
 
-/// Ctrl-C (`SIGINT`) and `SIGTERM` as an event to await, instead of the
-/// default action that kills the process before it can restore the
-/// terminal or close the database.
+/// Ctrl-C (`SIGINT`), `SIGTERM` and `SIGHUP` (the terminal closed) as an
+/// event to await, instead of the default action that kills the process
+/// before it can restore the terminal or close the database.
 ///
 /// Create it before printing anything, so that a signal is never lost nor
 /// fatal; await it in a task of its own:
@@ -23,13 +23,13 @@ final class InterruptSignal: @unchecked Sendable {  // the sources are set in in
     private let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation
 
-    /// Turns off the default action of `SIGINT` and `SIGTERM` for the rest
-    /// of the process and starts listening for them.
+    /// Turns off the default action of `SIGINT`, `SIGTERM` and `SIGHUP`
+    /// for the rest of the process and starts listening for them.
     init() {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         self.stream = stream
         self.continuation = continuation
-        sources = [SIGINT, SIGTERM].map { signalNumber in
+        sources = [SIGINT, SIGTERM, SIGHUP].map { signalNumber in
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { continuation.yield(signalNumber) }
