@@ -27,6 +27,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Storing data failed: the disk is full, the file reached its size
     /// limit, or the operating system failed a write (`EX_IOERR`). The
     /// failing transaction was rolled back; earlier commits are intact.
+    /// Also standard output that cannot be written (see ``Output``).
     case writeFailed = 74
     /// The database is locked by another connection beyond the busy
     /// timeout (`EX_TEMPFAIL`): try again.
