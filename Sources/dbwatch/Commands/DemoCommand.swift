@@ -87,7 +87,7 @@ struct DemoCommand: AsyncParsableCommand {
             try await session.run(interrupt: interrupt)
         } catch {
             if terminal.isTerminal { Output.standardOutput(ANSI.reset + ANSI.showCursor + ANSI.normalScreen) }
-            throw ErrorReport.exit(for: error)
+            throw ErrorReport.exit(for: error, context: "the demo stopped")
         }
         if terminal.isTerminal {
             Output.standardOutput(ANSI.reset + ANSI.showCursor + ANSI.normalScreen)
