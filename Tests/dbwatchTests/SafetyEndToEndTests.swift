@@ -113,6 +113,25 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// Every command says the same of a directory given as the database.
+    @Test func aDirectoryIsNotADatabaseFileForEveryCommand() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("folder.sqlite")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for arguments in [
+                ["watch", folder, "SELECT 1", "--once"], ["explain", folder, "SELECT 1"],
+                ["migrate", folder, "--dir", Repository.migrations.path],
+                ["migrate", folder, "--dir", Repository.migrations.path, "--status"],
+                ["demo", "--db", folder, "--duration", "1"],
+            ] {
+                let snapshot = try await DBWatchRun.run(arguments)
+                #expect(snapshot.exitStatus == 66, "\(arguments): \(snapshot)")
+                #expect(snapshot.stderr == "dbwatch: \(folder) is a directory, not a database file\n", "\(snapshot)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()

@@ -102,6 +102,7 @@ struct DemoCommand: AsyncParsableCommand {
     /// processes' commits.
     private func openDatabase() throws -> any DatabaseWriter {
         guard let db else { return try DatabaseQueue() }
+        try DatabaseFile.checkNotDirectory(db)
         var configuration = Configuration()
         configuration.allowsURIFilenames = false
         configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(1))

@@ -76,6 +76,7 @@ struct MigrateCommand: AsyncParsableCommand {
             }
             return
         }
+        try DatabaseFile.checkNotDirectory(database)
         let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
         defer { queue.close() }
         try await migrate(queue, migrator: migrator)
