@@ -25,4 +25,42 @@ struct DBWatchCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [WatchCommand.self, MigrateCommand.self, ExplainCommand.self, DemoCommand.self]
     )
+
+    /// Parses the command line and runs the command, as argument-parser's
+    /// own `main()` does, adding a hint to a usage error caused by SQL that
+    /// starts with `-` (a `--` comment), which reads as an option.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure, let hint = optionLikeSQLHint(arguments) {
+                Output.standardError(fullMessage(for: error) + "\n" + hint + "\n")
+                exit(withError: ExitCode.validationFailure)
+            }
+            exit(withError: error)
+        }
+    }
+
+    /// A hint when an argument before `--` starts with `-` and holds a
+    /// space or a line break, which no option does: SQL such as
+    /// `"-- comment\nSELECT 1"`, taken for an option.
+    static func optionLikeSQLHint(_ arguments: [String]) -> String? {
+        let beforeTerminator = Array(arguments.prefix { $0 != "--" })
+        let optionLike = beforeTerminator.indices.contains { index in
+            let argument = beforeTerminator[index]
+            let isArgValue = index > 0 && beforeTerminator[index - 1] == "--arg"
+            return !isArgValue && argument.hasPrefix("-") && argument.contains(where: \.isWhitespace)
+        }
+        guard optionLike else { return nil }
+        return """
+            Hint: SQL that starts with "-" (a -- comment) is read as an option; put -- before the SQL, \
+            after the options: dbwatch watch app.sqlite --once -- "-- comment…"
+            """
+    }
 }

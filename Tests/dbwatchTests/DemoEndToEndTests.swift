@@ -28,6 +28,40 @@ struct DemoEndToEndTests {
         #expect(snapshot.stdout.contains("Demo stopped after"))
     }
 
+    /// A hangup (the terminal closed) stops the demo like SIGTERM: the
+    /// screen is restored and the summary printed, exit 0.
+    @Test(arguments: [SIGTERM, SIGHUP])
+    func terminationSignalsStopTheDemoWithZero(signal: Int32) async throws {
+        let run = try DBWatchRun.start(["demo", "--seed", "2"])
+        defer { run.kill() }
+        _ = try await run.wait(forOutput: "--- frame 1 ")
+        kill(run.pid, signal)
+        let snapshot = try await run.waitForExit(timeout: 20)
+        #expect(snapshot.exitStatus == 0, "\(snapshot)")
+        #expect(snapshot.stdout.contains("Demo stopped after"), "\(snapshot)")
+    }
+
+    /// A write that fails for want of room (here the file size limit, as
+    /// on a full disk) stops the demo with exit 74 instead of drawing
+    /// failed writes until Ctrl-C and exiting 0.
+    @Test(
+        .disabled(
+            if: DBWatchBinary.isThreadSanitized,
+            "the thread sanitizer's runtime crashes with SIGBUS in its own memory under a file size limit")
+    )
+    func aWriteFailureStopsTheDemo() async throws {
+        try await withScratch { scratch in
+            // Room for the schema, the seed and a few writes of seed 1 in the WAL file, not for 8 seconds of them.
+            let snapshot = try await DBWatchRun.run(
+                ["demo", "--db", scratch.file("demo.sqlite"), "--seed", "1", "--rate", "50", "--duration", "8"],
+                fileSizeLimit: 200_000)
+            #expect(snapshot.exitStatus == 74, "\(snapshot)")
+            #expect(snapshot.stdout.contains("--- frame 1 "), "the demo ran before the failure: \(snapshot)")
+            #expect(snapshot.stderr.hasPrefix("dbwatch: the demo stopped: cannot write the database: "), "\(snapshot)")
+            #expect(!snapshot.stdout.contains("Demo stopped after"), "\(snapshot)")
+        }
+    }
+
     @Test func aSecondProcessWatchesTheDemoFile() async throws {
         try await withScratch { scratch in
             let path = scratch.file("demo.sqlite")

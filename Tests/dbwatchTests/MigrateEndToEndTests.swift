@@ -146,6 +146,151 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// Ctrl-C during a migration that runs forever interrupts its statement:
+    /// the migration rolls back, the progress line ends, the ones before it
+    /// stay, and the command exits 130.
+    @Test func ctrlCRollsBackTheMigrationInProgress() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data("CREATE TABLE first (id INTEGER PRIMARY KEY);\n".utf8)
+                .write(to: URL(fileURLWithPath: folder + "/0001_first.sql"))
+            try Data(
+                """
+                CREATE TABLE slow (n INTEGER);
+                INSERT INTO slow WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c;
+
+                """.utf8
+            ).write(to: URL(fileURLWithPath: folder + "/0002_slow.sql"))
+            let path = scratch.file("app.sqlite")
+            let run = try DBWatchRun.start(["migrate", path, "--dir", folder])
+            defer { run.kill() }
+            _ = try await run.wait(forOutput: "0002_slow.sql … ")
+            run.interrupt()
+            let snapshot = try await run.waitForExit(timeout: 20)
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stdout.contains("  0002_slow.sql … interrupted, rolled back\n"), "\(snapshot)")
+            #expect(snapshot.stdout.contains("Applied 1 of 2 before the interruption"), "\(snapshot)")
+            #expect(
+                snapshot.stderr == "dbwatch: interrupted; the migration in progress was rolled back\n", "\(snapshot)")
+
+            let queue = try DatabaseQueue(path: path)
+            let (tables, numbers) = try await queue.read { db in
+                (
+                    try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'"),
+                    try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations")
+                )
+            }
+            queue.close()
+            #expect(tables.contains("first") && !tables.contains("slow"), "\(tables)")
+            #expect(numbers == [1])
+        }
+    }
+
+    /// A database another connection keeps locked past the busy timeout is
+    /// a temporary failure (exit 75) with a hint, and the summary tells the
+    /// migrations applied, without calling a database that holds tables empty.
+    @Test func aLockedDatabaseIsATemporaryFailure() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN IMMEDIATE") {
+                try await DBWatchRun.run(["migrate", path, "--dir", migrations])
+            }
+            #expect(snapshot.exitStatus == 75, "\(snapshot)")
+            #expect(snapshot.stderr.contains("database is locked"), "\(snapshot)")
+            #expect(snapshot.stderr.contains("another connection holds its lock; try again"), "\(snapshot)")
+            #expect(
+                snapshot.stdout.contains("Applied 0 of 4 before the failure; \(path) is at no migration yet (0 of 4"),
+                "\(snapshot)")
+            #expect(!snapshot.stdout.contains("empty"), "\(snapshot)")
+        }
+    }
+
+    /// `watch` and `explain` on a database held with `BEGIN EXCLUSIVE`.
+    @Test(arguments: ["watch", "explain"])
+    func anExclusivelyLockedDatabaseIsATemporaryFailure(command: String) async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
+                try await DBWatchRun.run(
+                    [command, path, "SELECT count(*) FROM existing"] + (command == "watch" ? ["--once"] : []))
+            }
+            #expect(snapshot.exitStatus == 75, "\(snapshot)")
+            #expect(snapshot.stderr.contains("another connection holds its lock; try again"), "\(snapshot)")
+        }
+    }
+
+    /// Runs `body` while another connection holds `path` (a database in
+    /// rollback-journal mode holding the table `existing`) locked with
+    /// `begin`, in a transaction that rolls back afterwards.
+    private func withDatabaseLocked<T: Sendable>(
+        _ path: String, by begin: String, _ body: () async throws -> T
+    ) async throws -> T {
+        let holder = try DatabaseQueue(path: path)
+        defer { holder.close() }
+        try await holder.write { db in try db.execute(sql: "CREATE TABLE existing (a)") }
+        let (locked, lockedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let release = DispatchSemaphore(value: 0)
+        let holding = Task {
+            try await holder.writeWithoutTransaction { db in
+                try db.execute(sql: begin)
+                lockedContinuation.yield()
+                _ = release.wait(timeout: .now() + 120)
+                try db.execute(sql: "ROLLBACK")
+            }
+        }
+        defer { release.signal() }
+        for await _ in locked { break }
+        let result = try await body()
+        release.signal()
+        try await holding.value
+        return result
+    }
+
+    /// A migration that is not UTF-8 is a bad migration (exit 65), like a
+    /// bad name or a gap, not an unreadable one.
+    @Test func aNonUTF8MigrationIsABadMigration() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data([0x53, 0x45, 0x4C, 0xFF, 0xFE, 0x3B]).write(to: URL(fileURLWithPath: folder + "/0001_bytes.sql"))
+            let bytes = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(bytes.exitStatus == 65, "\(bytes)")
+            #expect(
+                bytes.stderr == "dbwatch: the migration file \(folder)/0001_bytes.sql is not valid UTF-8 text\n",
+                "\(bytes)")
+        }
+    }
+
+    /// An unreadable migration file or folder names its path and the
+    /// system's reason (exit 66). Permissions mean nothing to root, who
+    /// reads everything.
+    @Test(.enabled(if: getuid() != 0, "root reads files whatever their permissions"))
+    func unreadableMigrationsSayPermissionDenied() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let file = folder + "/0001_a.sql"
+            try Data("CREATE TABLE a (x);\n".utf8).write(to: URL(fileURLWithPath: file))
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file)
+            let unreadableFile = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(unreadableFile.exitStatus == 66, "\(unreadableFile)")
+            #expect(
+                unreadableFile.stderr == "dbwatch: cannot read the migration file \(file): Permission denied\n",
+                "\(unreadableFile)")
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+            let unreadableFolder = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(unreadableFolder.exitStatus == 66, "\(unreadableFolder)")
+            #expect(
+                unreadableFolder.stderr == "dbwatch: cannot read the migrations folder \(folder): Permission denied\n",
+                "\(unreadableFolder)")
+        }
+    }
+
     @Test func badDirectoriesAndTargets() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")

@@ -47,6 +47,9 @@ struct ParsingTests {
         ["migrate", "db.sqlite", "--to", "0"],
         ["migrate", "db.sqlite", "--dry-run", "--status"],
         ["migrate", "db.sqlite", "--status", "--to", "2"],
+        ["migrate", ""],
+        ["migrate", ":memory:"],
+        ["migrate", ":memory:", "--status"],
         ["explain", "db.sqlite", ""],
         ["demo", "--rate", "0"],
         ["demo", "--duration", "-3"],
@@ -57,6 +60,57 @@ struct ParsingTests {
         #expect(throws: (any Error).self, "\(arguments)") { try DBWatchCommand.parseAsRoot(arguments) }
         let exitCode = DBWatchCommand.exitCode(for: DBWatchCommand.parseError(arguments))
         #expect(exitCode.rawValue == 64, "\(arguments)")
+    }
+
+    /// Out-of-range numbers are refused with a message that gives the
+    /// range: a tiny `--rate` used to trap in `.seconds(1 / rate)` and a
+    /// tiny `--interval` to spin the CPU.
+    @Test(arguments: [
+        (["demo", "--rate", "1e-20"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "1e-300"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "0.001"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--rate", "nan"], "--rate must be between 0.01 and 1000"),
+        (["demo", "--duration", "1e12"], "at most 31536000 seconds"),
+        (["watch", "db.sqlite", "SELECT 1", "--interval", "1e-300"], "--interval must be between 0.01 and 3600"),
+        (["watch", "db.sqlite", "SELECT 1", "--interval", "4000"], "--interval must be between 0.01 and 3600"),
+        (["watch", "db.sqlite", "SELECT 1", "--time-limit", "100000"], "at most 86400 seconds"),
+        (["explain", "db.sqlite", "SELECT 1", "--time-limit", "100000"], "at most 86400 seconds"),
+    ])
+    func outOfRangeNumbersNameTheRange(arguments: [String], message: String) {
+        let error = DBWatchCommand.parseError(arguments)
+        #expect(DBWatchCommand.exitCode(for: error).rawValue == 64, "\(arguments)")
+        #expect(DBWatchCommand.message(for: error).contains(message), "\(DBWatchCommand.message(for: error))")
+    }
+
+    @Test func smallestRatesAndIntervalsAreAccepted() throws {
+        let demo = try #require(try DBWatchCommand.parseAsRoot(["demo", "--rate", "0.01"]) as? DemoCommand)
+        #expect(demo.rate == 0.01)
+        let watch = try #require(
+            try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "SELECT 1", "--interval", "0.01"]) as? WatchCommand)
+        #expect(watch.interval == 0.01)
+    }
+
+    /// `--arg` takes the next word whatever it looks like: negative numbers
+    /// (the README's own `-2e3`) and text that starts with dashes.
+    @Test func argumentValuesMayStartWithADash() throws {
+        for command in [
+            ["watch", "db.sqlite", "SELECT ?, ?, ?", "--arg", "-5", "--arg", "-2e3", "--arg", "-- x", "--once"],
+            ["explain", "db.sqlite", "SELECT ?, ?, ?", "--arg", "-5", "--arg", "-2e3", "--arg", "-- x"],
+        ] {
+            let parsed = try DBWatchCommand.parseAsRoot(command)
+            let values = (parsed as? WatchCommand)?.arguments ?? (parsed as? ExplainCommand)?.arguments
+            #expect(values?.map(\.value) == [.integer(-5), .real(-2000), .text("-- x")], "\(command)")
+        }
+    }
+
+    @Test func sqlStartingWithACommentGetsAHint() throws {
+        let hint = try #require(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "-- top\nSELECT 1"]))
+        #expect(hint.contains("put -- before the SQL"))
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "SELECT 1", "--count", "0"]) == nil)
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "SELECT ?", "--arg", "-- x", "-c"]) == nil)
+        #expect(DBWatchCommand.optionLikeSQLHint(["watch", "db.sqlite", "--", "-- top\nSELECT 1", "--x"]) == nil)
+        let afterTerminator = try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "--once", "--", "-- top\nSELECT 1"])
+        #expect((afterTerminator as? WatchCommand)?.sql == ["-- top\nSELECT 1"])
     }
 
     @Test func migrateOptions() throws {

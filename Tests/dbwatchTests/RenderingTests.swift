@@ -192,6 +192,9 @@ struct RenderingTests {
         #expect(ExitStatus(classifying: MigrationError.unreadable(path: "x", reason: "y")) == .unavailable)
         #expect(ExitStatus(classifying: MigrationError.gap(missing: 2...2, next: "x")) == .badSQL)
         #expect(ExitStatus(classifying: CancellationError()) == .failure)
+        #expect(ExitStatus(classifying: Interrupted(signal: SIGINT)) == .interrupted)
+        #expect(ExitStatus(classifying: SQLiteError(code: .busy)) == .locked)
+        #expect(ExitStatus(classifying: SQLiteError(code: .locked)) == .locked)
     }
 
     @Test func timestamps() {

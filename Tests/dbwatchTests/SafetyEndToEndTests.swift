@@ -113,6 +113,25 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// Every command says the same of a directory given as the database.
+    @Test func aDirectoryIsNotADatabaseFileForEveryCommand() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("folder.sqlite")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for arguments in [
+                ["watch", folder, "SELECT 1", "--once"], ["explain", folder, "SELECT 1"],
+                ["migrate", folder, "--dir", Repository.migrations.path],
+                ["migrate", folder, "--dir", Repository.migrations.path, "--status"],
+                ["demo", "--db", folder, "--duration", "1"],
+            ] {
+                let snapshot = try await DBWatchRun.run(arguments)
+                #expect(snapshot.exitStatus == 66, "\(arguments): \(snapshot)")
+                #expect(snapshot.stderr == "dbwatch: \(folder) is a directory, not a database file\n", "\(snapshot)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()
@@ -152,6 +171,23 @@ struct SafetyEndToEndTests {
             let snapshot = try await DBWatchRun.run(["watch", path, "SELECT count(*), max(b) FROM t", "--once"])
             #expect(snapshot.exitStatus == 66, "\(snapshot)")
             #expect(snapshot.stderr.contains("malformed"), "\(snapshot)")
+        }
+    }
+
+    /// SQL that starts with a `--` comment reads as an option: the usage
+    /// error says to put `--` before it, and with `--` it runs.
+    @Test func sqlStartingWithACommentNeedsTheTerminator() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let sql = "-- the best\nSELECT max(score) FROM player"
+            for arguments in [["watch", path, sql, "--once"], ["explain", path, sql]] {
+                let snapshot = try await DBWatchRun.run(arguments)
+                #expect(snapshot.exitStatus == 64, "\(snapshot)")
+                #expect(snapshot.stderr.contains("put -- before the SQL"), "\(snapshot)")
+            }
+            let fixed = try await DBWatchRun.run(["watch", path, "--once", "--format", "csv", "--", sql])
+            #expect(fixed.exitStatus == 0, "\(fixed)")
+            #expect(fixed.stdout.contains("100"), "\(fixed)")
         }
     }
 

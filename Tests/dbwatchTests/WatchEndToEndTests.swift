@@ -212,6 +212,25 @@ struct WatchEndToEndTests {
         }
     }
 
+    /// Ctrl-C and SIGTERM end the watch at once, even while a query runs
+    /// far from its time limit: the quick query prints, the endless one runs.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalEndsTheWatchDuringALongQuery(signal: Int32) async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let endless = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c"
+            let run = try DBWatchRun.start([
+                "watch", path, "SELECT count(*) FROM player", endless, "--time-limit", "600", "--format", "ndjson",
+            ])
+            defer { run.kill() }
+            _ = try await run.wait(forLines: 1)
+            kill(run.pid, signal)
+            let snapshot = try await run.waitForExit(timeout: 20)
+            #expect(snapshot.exitStatus == 0, "\(snapshot)")
+            #expect(snapshot.stderr.isEmpty, "\(snapshot)")
+        }
+    }
+
     @Test func ctrlCExitsWithZero() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)

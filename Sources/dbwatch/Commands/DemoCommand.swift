@@ -47,9 +47,11 @@ struct DemoCommand: AsyncParsableCommand {
     var color: ColorMode = .auto
 
     func validate() throws {
-        if !(rate > 0 && rate <= 1000) { throw ValidationError("--rate must be between 0 and 1000 writes per second.") }
+        if !(rate >= 0.01 && rate <= 1000) {
+            throw ValidationError("--rate must be between 0.01 and 1000 writes per second.")
+        }
         if let duration, !(duration > 0 && duration <= 86_400 * 365) {
-            throw ValidationError("--duration must be a positive number of seconds.")
+            throw ValidationError("--duration must be more than 0 and at most 31536000 seconds (a year).")
         }
         if let db, db.isEmpty || db == ":memory:" {
             throw ValidationError("--db takes a file path; omit it for memory.")
@@ -85,7 +87,7 @@ struct DemoCommand: AsyncParsableCommand {
             try await session.run(interrupt: interrupt)
         } catch {
             if terminal.isTerminal { Output.standardOutput(ANSI.reset + ANSI.showCursor + ANSI.normalScreen) }
-            throw ErrorReport.exit(for: error)
+            throw ErrorReport.exit(for: error, context: "the demo stopped")
         }
         if terminal.isTerminal {
             Output.standardOutput(ANSI.reset + ANSI.showCursor + ANSI.normalScreen)
@@ -100,6 +102,7 @@ struct DemoCommand: AsyncParsableCommand {
     /// processes' commits.
     private func openDatabase() throws -> any DatabaseWriter {
         guard let db else { return try DatabaseQueue() }
+        try DatabaseFile.checkNotDirectory(db)
         var configuration = Configuration()
         configuration.allowsURIFilenames = false
         configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(1))

@@ -24,7 +24,7 @@ struct ExplainCommand: AsyncParsableCommand {
     @Argument(help: "The query to explain (one statement).")
     var sql: String
 
-    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
     var arguments: [SQLArgument] = []
 
     @Flag(inversion: .prefixedNo, help: "Print SQLite's query plan (EXPLAIN QUERY PLAN).")
@@ -37,11 +37,12 @@ struct ExplainCommand: AsyncParsableCommand {
     func validate() throws {
         if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("The SQL is empty.") }
         if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be a positive number of seconds.")
+            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
     }
 
     func run() async throws {
+        let interrupt = InterruptSignal()
         let pool: DatabasePool
         do {
             pool = try DatabasePool.openForWatching(database, pollInterval: nil)
@@ -52,19 +53,27 @@ struct ExplainCommand: AsyncParsableCommand {
         let query = WatchedQuery(
             sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
         let sql = self.sql
+        let plan = self.plan
         let policy = UntrustedSQLPolicy(timeLimit: .seconds(timeLimit))
         do {
-            let explanation = try await pool.explain(query)
-            var text = ExplainCommand.words(for: explanation, sql: sql)
-            if plan {
-                let steps = try await pool.read { db in
-                    try db.withUntrustedSQL(policy) {
-                        try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
+            // Ctrl-C or SIGTERM cancels the reads, which interrupts the running statement.
+            let text = try await interrupt.cancellingOnSignal {
+                let explanation = try await pool.explain(query)
+                var text = ExplainCommand.words(for: explanation, sql: sql)
+                if plan {
+                    let steps = try await pool.read { db in
+                        try db.withUntrustedSQL(policy) {
+                            try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
+                        }
                     }
+                    text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
                 }
-                text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
+                return text
             }
             Output.standardOutput(text + "\n")
+        } catch is Interrupted {
+            Output.standardError("dbwatch: interrupted; the query was stopped\n")
+            throw ExitStatus.interrupted.exitCode
         } catch {
             throw ErrorReport.exit(for: error, sql: sql)
         }

@@ -41,35 +41,45 @@ struct MigrateCommand: AsyncParsableCommand {
     var status = false
 
     func validate() throws {
+        if database.isEmpty || database == ":memory:" {
+            throw ValidationError("Give a database file path: \"\" and :memory: are temporary and would save nothing.")
+        }
         if let to, to < 1 { throw ValidationError("--to must be a migration number, 1 or more.") }
         if dryRun && status { throw ValidationError("Give --dry-run or --status, not both.") }
         if status && to != nil { throw ValidationError("--to applies to migrating and --dry-run, not --status.") }
     }
 
     func run() async throws {
+        let interrupt = InterruptSignal()
         FileSizeLimitSignal.reportAsWriteFailure()
         do {
-            let migrator = try Migrator(directory: dir)
-            let shownPath = CellText.sanitized(database)
-            if status || dryRun {
-                let (queue, exists) = try openWithoutWriting()
-                defer { queue.close() }
-                if !exists { Output.standardOutput("\(shownPath) does not exist yet: nothing is applied.\n") }
-                if status {
-                    try await printStatus(of: queue, migrator: migrator)
-                } else {
-                    try await printDryRun(of: queue, migrator: migrator)
-                }
-                return
-            }
-            let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
-            defer { queue.close() }
-            try await migrate(queue, migrator: migrator)
+            let command = self
+            try await interrupt.cancellingOnSignal { try await command.runUntilInterrupted() }
         } catch let error as ExitCode {
             throw error
         } catch {
             throw ErrorReport.exit(for: error)
         }
+    }
+
+    private func runUntilInterrupted() async throws {
+        let migrator = try MigrationFolder.migrator(at: dir)
+        let shownPath = CellText.sanitized(database)
+        if status || dryRun {
+            let (queue, exists) = try openWithoutWriting()
+            defer { queue.close() }
+            if !exists { Output.standardOutput("\(shownPath) does not exist yet: nothing is applied.\n") }
+            if status {
+                try await printStatus(of: queue, migrator: migrator)
+            } else {
+                try await printDryRun(of: queue, migrator: migrator)
+            }
+            return
+        }
+        try DatabaseFile.checkNotDirectory(database)
+        let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
+        defer { queue.close() }
+        try await migrate(queue, migrator: migrator)
     }
 
     /// The database read-only, or an empty in-memory one when the file does
@@ -114,6 +124,17 @@ struct MigrateCommand: AsyncParsableCommand {
                     Output.standardOutput("already applied by another connection\n")
                 }
             } catch {
+                if Task.isCancelled {
+                    // Ctrl-C or SIGTERM: cancelling interrupted the statement and the migration rolled back.
+                    Output.standardOutput("interrupted, rolled back\n")
+                    Output.standardError("dbwatch: interrupted; the migration in progress was rolled back\n")
+                    // Not cancelled itself, so that it can read where the database stands.
+                    let status = try? await Task { try await migrator.status(of: queue) }.value
+                    let position = status.map { MigrateCommand.position($0, total: total) } ?? "unknown"
+                    Output.standardOutput(
+                        "Applied \(applied) of \(plan.count) before the interruption; \(path) is \(position).\n")
+                    throw ExitStatus.interrupted.exitCode
+                }
                 Output.standardOutput("failed, rolled back\n")
                 let report = ErrorReport.text(for: error)
                 let status = try? await migrator.status(of: queue)
@@ -130,9 +151,11 @@ struct MigrateCommand: AsyncParsableCommand {
             "Applied \(applied) \(appliedNoun); \(path) is \(MigrateCommand.position(status, total: total)).\n")
     }
 
-    /// `at 0002_add_score_history.sql (2 of 4 applied)` or `empty (0 of 4 applied)`.
+    /// `at 0002_add_score_history.sql (2 of 4 applied, 2 pending)` or
+    /// `at no migration yet (0 of 4 applied)`: what the records say, not
+    /// whether the database holds anything.
     static func position(_ status: MigrationStatus, total: Int) -> String {
-        guard let last = status.applied.last else { return "empty (0 of \(total) applied)" }
+        guard let last = status.applied.last else { return "at no migration yet (0 of \(total) applied)" }
         let state = status.pending.isEmpty ? "up to date" : "\(status.pending.count) pending"
         return "at \(last.fileName) (\(status.applied.count) of \(total) applied, \(state))"
     }

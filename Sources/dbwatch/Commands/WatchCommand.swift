@@ -41,7 +41,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The query to watch; give several to watch each. Each holds one statement.")
     var sql: [String] = []
 
-    @Option(name: .customLong("arg"), help: SQLArgument.help)
+    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
     var arguments: [SQLArgument] = []
 
     @Option(
@@ -75,11 +75,11 @@ struct WatchCommand: AsyncParsableCommand {
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1.") }
         if once && count != nil { throw ValidationError("Give --once or --count, not both.") }
-        if !(interval > 0 && interval <= 3600) {
-            throw ValidationError("--interval must be between 0 and 3600 seconds.")
+        if !(interval >= 0.01 && interval <= 3600) {
+            throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
         }
         if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be a positive number of seconds.")
+            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
         if format == .csv && sql.count > 1 {
             throw ValidationError("--format csv watches one SQL; use ndjson for several.")
@@ -116,6 +116,12 @@ struct WatchCommand: AsyncParsableCommand {
                 for: error, context: session.failedQuery.map { "query \($0 + 1)" }, sql: session.failedSQL)
         }
         if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
+        if session.wasInterrupted {
+            // A fetch in flight (a long query, its first value or a refetch) cannot be
+            // cancelled from here: closing the pool would wait for it, up to --time-limit.
+            // Its connection is read-only, so ending the process ends it safely.
+            Foundation.exit(ExitStatus.success.rawValue)
+        }
     }
 }
 

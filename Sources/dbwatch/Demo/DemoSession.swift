@@ -52,8 +52,9 @@ struct DemoSession {
         case stop
     }
 
-    /// Runs until Ctrl-C or `SIGTERM` (`interrupt`) or the duration; throws
-    /// when the database file is replaced or deleted.
+    /// Runs until Ctrl-C, `SIGTERM` or `SIGHUP` (`interrupt`) or the duration; throws
+    /// when the database file is replaced or deleted, or a write fails for
+    /// want of room or by an I/O error (other failed writes are shown).
     mutating func run(interrupt: InterruptSignal) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let database = self.database
@@ -125,6 +126,9 @@ struct DemoSession {
                 screen.writes += 1
                 screen.lastEvent = description
                 isDirty = true
+            case .wrote(.failure(let error)) where ExitStatus(classifying: error) == .writeFailed:
+                // A full disk or a file size limit: every later write would fail too.
+                throw error
             case .wrote(.failure(let error)):
                 screen.lastEvent = "the write failed: \(CellText.sanitized("\(error)"))"
                 isDirty = true

@@ -9,14 +9,11 @@ enum DatabaseFile {
     /// Throws a ``CommandFailure`` with status ``ExitStatus/unavailable``
     /// when `path` does not exist or is a directory. Creates nothing.
     static func checkExists(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard FileManager.default.fileExists(atPath: path) else {
             throw CommandFailure(
                 .unavailable, "no such database file: \(CellText.sanitized(path)) (nothing was created)")
         }
-        if isDirectory.boolValue {
-            throw CommandFailure(.unavailable, "\(CellText.sanitized(path)) is a directory, not a database file")
-        }
+        try checkNotDirectory(path)
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw CommandFailure(.unavailable, "cannot read \(CellText.sanitized(path)): permission denied")
         }
@@ -24,6 +21,16 @@ enum DatabaseFile {
 }
 
 extension DatabaseFile {
+    /// Throws a ``CommandFailure`` with status ``ExitStatus/unavailable``
+    /// when `path` is a directory; for the commands that create a missing
+    /// file, where SQLite would only say "unable to open database file".
+    static func checkNotDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CommandFailure(.unavailable, "\(CellText.sanitized(path)) is a directory, not a database file")
+        }
+    }
+
     /// Whether the file's header says WAL mode (bytes 18 and 19, the file
     /// format versions, are 2). Reads 100 bytes; `false` when it cannot.
     static func isInWALMode(_ path: String) -> Bool {

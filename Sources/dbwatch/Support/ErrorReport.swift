@@ -65,6 +65,8 @@ enum ErrorReport {
         switch error.code.primary {
         case .auth, .interrupt:
             return message
+        case .busy, .locked:
+            return "\(message) \(codeText(of: error)): another connection holds its lock; try again when it is done"
         case .misuse:
             if message.contains("more than one statement") {
                 return "give one statement per SQL argument: this SQL holds more than one"

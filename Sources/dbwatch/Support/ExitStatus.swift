@@ -7,7 +7,7 @@ import DBWatch
 /// throw ExitStatus.refused.exitCode   // exits with 67
 /// ```
 enum ExitStatus: Int32, CaseIterable, Sendable {
-    /// Success, or stopped with Ctrl-C.
+    /// Success, or `watch` and `demo` stopped with Ctrl-C.
     case success = 0
     /// Any other failure.
     case failure = 1
@@ -27,7 +27,15 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Storing data failed: the disk is full, the file reached its size
     /// limit, or the operating system failed a write (`EX_IOERR`). The
     /// failing transaction was rolled back; earlier commits are intact.
+    /// Also standard output that cannot be written (see ``Output``).
     case writeFailed = 74
+    /// The database is locked by another connection beyond the busy
+    /// timeout (`EX_TEMPFAIL`): try again.
+    case locked = 75
+    /// Ctrl-C, `SIGTERM` or `SIGHUP` stopped `migrate` or `explain` before the work
+    /// was done (a migration in progress is rolled back); `watch` and
+    /// `demo` exit 0 instead.
+    case interrupted = 130
 
     /// The argument-parser exit code that ends the process with this status.
     var exitCode: ExitCode { ExitCode(rawValue) }
@@ -41,6 +49,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         switch error {
         case let failure as CommandFailure:
             self = failure.status
+        case is Interrupted:
+            self = .interrupted
         case let error as SQLiteError:
             self = error.isAuthorizerRefusal ? .refused : ExitStatus(code: error.code)
         case is DatabaseFileReplacedError:
@@ -70,6 +80,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         }
         switch code.primary {
         case .auth: self = .refused
+        case .busy, .locked: self = .locked
         case .interrupt: self = .timeLimit
         case .cannotOpen, .notADatabase, .corrupt, .perm, .ioError, .readOnly, .notFound:
             self = .unavailable
@@ -82,13 +93,15 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// One line of `--help` per code.
     static let helpText = """
         Exit codes:
-          0   success, or stopped with Ctrl-C
+          0   success, or watch and demo stopped with Ctrl-C
           64  bad command-line arguments
           65  bad SQL (syntax error, no such table, wrong --arg count) or migrations
           66  the database is missing, unreadable, not a database or corrupt
           67  refused statement: watched and explained SQL may only read
           68  the query ran longer than --time-limit and was stopped
           74  a write failed (disk full, file size limit, I/O error); rolled back
+          75  the database is locked by another connection; try again
+          130 migrate or explain stopped by Ctrl-C, SIGTERM, SIGHUP (rolled back)
           1   any other error
         """
 }

@@ -6,14 +6,27 @@
 /// is one `write(2)` loop, so a frame appears whole and a line reaches a
 /// pipe at once.
 ///
+/// Standard output that cannot be written ends the process, since nothing
+/// it prints would be seen: a reader that closed the pipe (`| head`) ends
+/// it quietly by `SIGPIPE`, as other tools end; any other failure (a full
+/// disk, an I/O error) is reported on standard error with exit 74. Errors
+/// writing standard error itself are ignored: there is nowhere to say them.
+///
 /// ```swift
 /// Output.standardOutput("hello\n")
 /// Output.standardError("dbwatch: no such file: x.sqlite\n")
 /// ```
 enum Output {
-    /// Writes `text` to standard output.
+    /// Writes `text` to standard output; ends the process when it cannot.
     static func standardOutput(_ text: String) {
-        write(text, to: STDOUT_FILENO)
+        let error = write(text, to: STDOUT_FILENO)
+        guard error != 0 else { return }
+        if error == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        write("dbwatch: cannot write the output: \(String(cString: strerror(error)))\n", to: STDERR_FILENO)
+        exit(ExitStatus.writeFailed.rawValue)
     }
 
     /// Writes `text` to standard error.
@@ -21,22 +34,24 @@ enum Output {
         write(text, to: STDERR_FILENO)
     }
 
-    /// Writes every byte of `text` to `descriptor`, retrying after signals;
-    /// gives up silently when the reader is gone.
-    static func write(_ text: String, to descriptor: Int32) {
+    /// Writes every byte of `text` to `descriptor`, retrying after signals.
+    /// Returns 0, or the `errno` of the write that failed.
+    @discardableResult
+    static func write(_ text: String, to descriptor: Int32) -> Int32 {
         var text = text
-        text.withUTF8 { buffer in
-            guard var base = buffer.baseAddress else { return }
+        return text.withUTF8 { buffer in
+            guard var base = buffer.baseAddress else { return 0 }
             var remaining = buffer.count
             while remaining > 0 {
                 let written = Glibc.write(descriptor, base, remaining)
                 if written < 0 {
                     if errno == EINTR { continue }
-                    return
+                    return errno
                 }
                 remaining -= written
                 base += written
             }
+            return 0
         }
     }
 }

@@ -30,12 +30,14 @@ struct WatchSession {
     private(set) var failedQuery: Int?
     /// The SQL of that query.
     private(set) var failedSQL: String?
+    /// Whether Ctrl-C, `SIGTERM` or `SIGHUP` ended the session.
+    private(set) var wasInterrupted = false
 
     /// What the watch loop waits for.
     enum Event: Sendable {
         /// A new value or an error of query `index`.
         case result(Int, Result<QueryResult, any Error>)
-        /// Ctrl-C or `SIGTERM`.
+        /// Ctrl-C, `SIGTERM` or `SIGHUP`.
         case interrupted
     }
 
@@ -64,6 +66,7 @@ struct WatchSession {
         for await event in events {
             switch event {
             case .interrupted:
+                wasInterrupted = true
                 return
             case .result(let index, .success(let value)):
                 let text = printer.text(for: value, query: index, at: Date())

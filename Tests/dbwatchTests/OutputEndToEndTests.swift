@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+/// Standard output that cannot be written: `/dev/full` is reported (exit
+/// 74), a reader that closed the pipe ends the command quietly by SIGPIPE.
+@Suite("Standard output failures, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+struct OutputEndToEndTests {
+    /// What a bash script printed and its status; `$0` in the script is the
+    /// `dbwatch` binary. The script must bound its own run (`timeout`).
+    struct ScriptResult {
+        var stdout: String
+        var stderr: String
+        var status: Int32
+    }
+
+    func runScript(_ script: String, _ arguments: [String]) throws -> ScriptResult {
+        let (pid, output, error) = try Spawner.spawn(
+            ["/bin/bash", "-c", script, DBWatchBinary.path] + arguments,
+            environment: ProcessInfo.processInfo.environment)
+        let errorText = Protected(Data())
+        let errorRead = DispatchSemaphore(value: 0)
+        let errorHandle = FileHandle(fileDescriptor: error, closeOnDealloc: true)
+        Thread {
+            let data = errorHandle.readDataToEndOfFile()
+            errorText.withLock { $0 = data }
+            errorRead.signal()
+        }.start()
+        let data = FileHandle(fileDescriptor: output, closeOnDealloc: true).readDataToEndOfFile()
+        let status = Spawner.waitForExit(of: pid)
+        errorRead.wait()
+        return ScriptResult(
+            stdout: String(decoding: data, as: UTF8.self),
+            stderr: String(decoding: errorText.withLock { $0 }, as: UTF8.self), status: status)
+    }
+
+    @Test func aFullOutputIsAWriteFailure() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("db.sqlite")
+            try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data("CREATE TABLE b (x);\n".utf8).write(to: URL(fileURLWithPath: folder + "/0001_b.sql"))
+            for arguments in [
+                ["watch", path, "SELECT * FROM t", "--once"], ["explain", path, "SELECT * FROM t"],
+                ["migrate", path, "--dir", folder],
+            ] {
+                let result = try runScript(#"timeout 60 "$0" "$@" >/dev/full"#, arguments)
+                #expect(result.status == 74, "\(arguments): \(result)")
+                #expect(result.stderr == "dbwatch: cannot write the output: No space left on device\n", "\(result)")
+            }
+        }
+    }
+
+    @Test func aClosedPipeEndsTheCommandQuietly() async throws {
+        let script = #"timeout 60 "$0" "$@" | head -c 1 >/dev/null; echo "${PIPESTATUS[0]}""#
+        let result = try runScript(script, ["demo", "--seed", "1", "--rate", "50"])
+        #expect(result.stdout == "\(128 + SIGPIPE)\n", "\(result)")
+        #expect(result.stderr.isEmpty, "\(result)")
+    }
+}
