@@ -284,6 +284,66 @@ struct ObservationPromiseTests {
         }
     }
 
+    /// A request whose fetch never ends on its own; it opens `started` first.
+    struct EndlessRequest: Queryable {
+        static let defaultValue = 0
+        let started: Gate
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.started === rhs.started }
+        func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(started)) }
+        func fetch(_ db: Database) throws -> Int {
+            started.open()
+            let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+            return try db.fetchOne(Int.self, sql: endless) ?? 0
+        }
+    }
+
+    /// On a pool with one reader, so that a fetch left running would keep
+    /// the next read waiting forever.
+    static func withOneReaderPool(_ body: (DatabasePool) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = Configuration()
+            configuration.maximumReaderCount = 1
+            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
+            defer { pool.close() }
+            try await body(pool)
+        }
+    }
+
+    @Test("9. cancelling the last consumer interrupts its fetch in flight")
+    func cancellationInterruptsTheFetch() async throws {
+        try await Self.withOneReaderPool { pool in
+            let started = Gate()
+            let consumer = Task { for try await _ in pool.observe(EndlessRequest(started: started)) {} }
+            let value = try await withTimeout {
+                await started.wait()
+                consumer.cancel()
+                _ = await consumer.result
+                return try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
+            }
+            #expect(value == 1)
+            try await waitUntil { pool.observationCount == 0 }
+        }
+    }
+
+    @Test("9. closing interrupts fetches in flight instead of waiting for them")
+    func closingInterruptsFetches() async throws {
+        try await Self.withOneReaderPool { pool in
+            let started = Gate()
+            let (recorder, task) = record(pool.observe(EndlessRequest(started: started)))
+            defer { task.cancel() }
+            try await withTimeout {
+                await started.wait()
+                pool.close()
+            }
+            try await recorder.wait { $0.count == 1 }
+            guard case .failure(let error as SQLiteError) = recorder.values[0] else {
+                Issue.record("expected the closed-database error, got \(recorder.values)")
+                return
+            }
+            #expect(error.message == "database is closed")
+        }
+    }
+
     @Test("9. closing the database ends every observation")
     func closingEndsObservations() async throws {
         try await Self.withDatabases { database in

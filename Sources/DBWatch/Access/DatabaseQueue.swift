@@ -105,16 +105,19 @@ public final class DatabaseQueue: DatabaseWriter {
 
     /// Closes the connection after the jobs already queued, and waits for it.
     /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error.
+    /// every observation ends: its last element is that error (a fetch of
+    /// one still running is interrupted rather than waited for).
     ///
     /// ```swift
     /// queue.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
+        // Observations first: their fetches in flight are interrupted
+        // instead of holding up the close.
+        observationHost.center.close()
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne()
-        observationHost.center.close()
     }
 
     // MARK: - Observation

@@ -20,6 +20,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         /// The database closed: every subscriber ends with its error. A
         /// flag, not the error: idle observations must stay small.
         var isClosed = false
+        /// The fetch running now: the last subscriber leaving, or the
+        /// database closing, cancels it (interrupting its statement).
+        var runningFetch: AccessCancellation?
     }
 
     let request: Request
@@ -77,6 +80,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         state.withLock { state in
             guard !state.isClosed else { return }
             state.isClosed = true
+            state.runningFetch?.cancel()
             let delivered = isSame(.failure(error), state.lastResult)
             for subscriber in state.subscribers {
                 subscriber.finish(after: delivered && subscriber.hasReceived ? nil : .failure(error))
@@ -90,6 +94,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.subscribers.removeAll { ObjectIdentifier($0) == id }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
+                // Nobody waits for its result (promise 9).
+                state.runningFetch?.cancel()
                 return true
             }
             return false
@@ -166,7 +172,19 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// Runs on a reader connection (or the queue's connection).
     func fetch(on db: Database) {
         let startSerial = center.commitSerial
-        let (result, region) = db.fetchRecordingRegion { try request.fetch(db) }
+        let cancellation = AccessCancellation()
+        let isWanted = state.withLock { state -> Bool in
+            guard !state.isStopped, !state.isClosed else { return false }
+            state.runningFetch = cancellation
+            return true
+        }
+        guard isWanted else {
+            fetchDidFinish(.failure(CancellationError()), region: DatabaseRegion(), startSerial: .max)
+            return
+        }
+        let (result, region) = db.fetchRecordingRegion {
+            try cancellation.run(on: db) { db in try request.fetch(db) }
+        }
         fetchDidFinish(result, region: region, startSerial: startSerial)
     }
 
@@ -176,6 +194,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
         var timerOffset: Duration?
         let startAnother = state.withLock { state -> Bool in
+            state.runningFetch = nil
             state.fetches += 1
             state.isFetching = false
             // After the database closed, subscribers only get its error.

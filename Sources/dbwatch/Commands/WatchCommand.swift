@@ -116,12 +116,6 @@ struct WatchCommand: AsyncParsableCommand {
                 for: error, context: session.failedQuery.map { "query \($0 + 1)" }, sql: session.failedSQL)
         }
         if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
-        if session.wasInterrupted {
-            // A fetch in flight (a long query, its first value or a refetch) cannot be
-            // cancelled from here: closing the pool would wait for it, up to --time-limit.
-            // Its connection is read-only, so ending the process ends it safely.
-            Foundation.exit(ExitStatus.success.rawValue)
-        }
     }
 }
 

@@ -30,8 +30,6 @@ struct WatchSession {
     private(set) var failedQuery: Int?
     /// The SQL of that query.
     private(set) var failedSQL: String?
-    /// Whether Ctrl-C, `SIGTERM` or `SIGHUP` ended the session.
-    private(set) var wasInterrupted = false
 
     /// What the watch loop waits for.
     enum Event: Sendable {
@@ -66,7 +64,6 @@ struct WatchSession {
         for await event in events {
             switch event {
             case .interrupted:
-                wasInterrupted = true
                 return
             case .result(let index, .success(let value)):
                 let text = printer.text(for: value, query: index, at: Date())
