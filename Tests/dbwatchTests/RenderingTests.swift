@@ -197,6 +197,23 @@ struct RenderingTests {
         #expect(ExitStatus(classifying: SQLiteError(code: .locked)) == .locked)
     }
 
+    /// The headline says what is wrong in the user's words, not only SQLite's.
+    @Test func headlinesNameTheCause() {
+        func headline(_ code: ResultCode, readOnlyCommand: Bool = false) -> String {
+            ErrorReport.headline(of: SQLiteError(code: code, message: "m"), readOnlyCommand: readOnlyCommand)
+        }
+        #expect(headline(.readOnly).hasPrefix("cannot write the database: it is read-only"))
+        #expect(headline(ResultCode(rawValue: 1544)).hasPrefix("the database's folder is read-only"))
+        #expect(headline(ResultCode(rawValue: 776)).contains("hot journal"))
+        #expect(headline(.perm).contains("permission denied"))
+        #expect(headline(.cannotOpen).hasPrefix("cannot open the database"))
+        #expect(headline(.corrupt).hasPrefix("cannot read the database"))
+        #expect(headline(.full).hasSuffix("the failed transaction was rolled back"))
+        // A command that only reads never had a transaction to roll back.
+        let reading = headline(.full, readOnlyCommand: true)
+        #expect(reading.contains("-shm") && reading.hasSuffix("the database was not changed"), "\(reading)")
+    }
+
     @Test func timestamps() {
         #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(Timestamp.iso8601(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")

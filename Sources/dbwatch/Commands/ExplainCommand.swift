@@ -47,7 +47,7 @@ struct ExplainCommand: AsyncParsableCommand {
         do {
             pool = try DatabasePool.openForWatching(database, pollInterval: nil)
         } catch {
-            throw ErrorReport.exit(for: error)
+            throw ErrorReport.exit(for: error, readOnlyCommand: true)
         }
         defer { pool.close() }
         let query = WatchedQuery(
@@ -75,7 +75,7 @@ struct ExplainCommand: AsyncParsableCommand {
             Output.standardError("dbwatch: interrupted; the query was stopped\n")
             throw ExitStatus.interrupted.exitCode
         } catch {
-            throw ErrorReport.exit(for: error, sql: sql)
+            throw ErrorReport.exit(for: error, sql: sql, readOnlyCommand: true)
         }
     }
 

@@ -101,7 +101,7 @@ struct WatchCommand: AsyncParsableCommand {
         do {
             pool = try DatabasePool.openForWatching(database, pollInterval: .seconds(interval), readers: sql.count)
         } catch {
-            throw ErrorReport.exit(for: error)
+            throw ErrorReport.exit(for: error, readOnlyCommand: true)
         }
         defer { pool.close() }
         let queries = sql.map {
@@ -113,7 +113,8 @@ struct WatchCommand: AsyncParsableCommand {
         } catch {
             if session.printedLiveScreen { Output.standardOutput("\n") }
             throw ErrorReport.exit(
-                for: error, context: session.failedQuery.map { "query \($0 + 1)" }, sql: session.failedSQL)
+                for: error, context: session.failedQuery.map { "query \($0 + 1)" }, sql: session.failedSQL,
+                readOnlyCommand: true)
         }
         if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
     }

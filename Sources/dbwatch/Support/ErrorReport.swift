@@ -17,11 +17,15 @@ enum ErrorReport {
     ///   - error: the failure.
     ///   - context: what was being done, for example `query 2`; `nil` for none.
     ///   - sql: the user's SQL, shown when the error is about it.
-    static func text(for error: any Error, context: String? = nil, sql: String? = nil) -> String {
+    ///   - readOnlyCommand: the command only reads (`watch`, `explain`):
+    ///     a failed write is then SQLite's own files, not the user's data.
+    static func text(
+        for error: any Error, context: String? = nil, sql: String? = nil, readOnlyCommand: Bool = false
+    ) -> String {
         let prefix = "dbwatch: " + (context.map { "\($0): " } ?? "")
         switch error {
         case let error as SQLiteError:
-            var lines = [prefix + headline(of: error)]
+            var lines = [prefix + headline(of: error, readOnlyCommand: readOnlyCommand)]
             let status = ExitStatus(classifying: error)
             if status == .badSQL || status == .refused || status == .timeLimit {
                 lines += statementLines(error: error, userSQL: sql)
@@ -46,27 +50,33 @@ enum ErrorReport {
     /// ```swift
     /// catch { throw ErrorReport.exit(for: error, sql: sql) }
     /// ```
-    static func exit(for error: any Error, context: String? = nil, sql: String? = nil) -> ExitCode {
+    static func exit(
+        for error: any Error, context: String? = nil, sql: String? = nil, readOnlyCommand: Bool = false
+    ) -> ExitCode {
         if let exitCode = error as? ExitCode { return exitCode }
-        Output.standardError(text(for: error, context: context, sql: sql) + "\n")
+        Output.standardError(text(for: error, context: context, sql: sql, readOnlyCommand: readOnlyCommand) + "\n")
         return ExitStatus(classifying: error).exitCode
     }
 
-    /// SQLite's message and code on one line.
-    static func headline(of error: SQLiteError) -> String {
+    /// What went wrong, with SQLite's message and code, on one line.
+    static func headline(of error: SQLiteError, readOnlyCommand: Bool = false) -> String {
         let message = error.message ?? error.code.description
+        let code = codeText(of: error)
         if error.isAuthorizerRefusal && error.code.primary != .auth {
             return "refused: \(message) (watched and explained SQL may only read)"
         }
         if error.code.isWriteFailure {
-            let code = codeText(of: error)
+            if readOnlyCommand {
+                return "cannot write SQLite's files next to the database (its -shm or -wal): \(message) \(code); "
+                    + "the database was not changed"
+            }
             return "cannot write the database: \(message) \(code); the failed transaction was rolled back"
         }
         switch error.code.primary {
         case .auth, .interrupt:
             return message
         case .busy, .locked:
-            return "\(message) \(codeText(of: error)): another connection holds its lock; try again when it is done"
+            return "\(message) \(code): another connection holds its lock; try again when it is done"
         case .misuse:
             if message.contains("more than one statement") {
                 return "give one statement per SQL argument: this SQL holds more than one"
@@ -74,10 +84,27 @@ enum ErrorReport {
             if message.contains("holds no statement") { return "the SQL holds no statement" }
             if message.contains("wrong number of arguments") { return message + " (give one --arg per ?)" }
             return message
-        case .cannotOpen, .notADatabase, .corrupt, .perm, .readOnly, .ioError:
-            return "cannot read the database: \(message) \(codeText(of: error))"
+        case .readOnly:
+            switch error.code.rawValue {
+            case 1544:  // SQLITE_READONLY_DIRECTORY
+                return "the database's folder is read-only, and SQLite must create its -wal, -shm or -journal "
+                    + "file there: \(message) \(code)"
+            case 776:  // SQLITE_READONLY_ROLLBACK
+                return "an interrupted write left a hot journal (the -journal file) that must be rolled back "
+                    + "by a connection with write access first: \(message) \(code)"
+            default:
+                return "cannot write the database: it is read-only (file permissions or a read-only mount): "
+                    + "\(message) \(code)"
+            }
+        case .perm:
+            return "cannot open the database: permission denied: \(message) \(code)"
+        case .cannotOpen:
+            return "cannot open the database (check that the path and its folder exist and are accessible, "
+                + "and that the folder is writable for a new file): \(message) \(code)"
+        case .notADatabase, .corrupt, .ioError:
+            return "cannot read the database: \(message) \(code)"
         default:
-            return "\(message) \(codeText(of: error))"
+            return "\(message) \(code)"
         }
     }
 

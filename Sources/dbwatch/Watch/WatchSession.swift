@@ -80,7 +80,8 @@ struct WatchSession {
                 }
                 let context = queryCount > 1 ? "query \(index + 1)" : "query"
                 Output.standardError(
-                    ErrorReport.text(for: error, context: context, sql: queries[index].sql) + "\n"
+                    ErrorReport.text(for: error, context: context, sql: queries[index].sql, readOnlyCommand: true)
+                        + "\n"
                         + "dbwatch: still watching; the next change refetches.\n")
             }
         }
