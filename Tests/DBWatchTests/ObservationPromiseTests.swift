@@ -1,5 +1,6 @@
 @testable import DBWatch
 import Foundation
+import Logging
 import Testing
 
 /// The ten promises of ../shared/design/observation.md, on an in-memory
@@ -480,6 +481,40 @@ struct ObservationPromiseTests {
             #expect(recorder.values.compactMap(\.value) == [["a"], ["z"]])
             #expect(database.statistics(for: PlayerNames())!.fetches == 3)
         }
+    }
+
+    /// A driver whose last subscriber just left stays registered for a
+    /// moment: a subscriber joining then must land on a new driver, never on
+    /// the stopped one (it would never hear of a change again).
+    @Test func aStoppingObservationIsNotSharedAnyMore() async throws {
+        final class StubDriver: ObservationDriving, @unchecked Sendable {  // `isStopped` is set before sharing
+            var isStopped = false
+            let sharingKey: SharingKey? = SharingKey(IntRequest("SELECT 1"))
+            func commitDidTouchRegion() -> (any ConnectionJob)? { nil }
+            func deliver(_ error: any Error) {}
+            func endBecauseDatabaseClosed() {}
+        }
+        let center = ObservationCenter(fetchQueue: JobQueue(), logger: Logger(label: "test"))
+        let key = SharingKey(IntRequest("SELECT 1"))
+        let (first, _) = center.driver(sharedAs: key) { StubDriver() }
+        let (same, sameIsNew) = center.driver(sharedAs: key) { StubDriver() }
+        #expect(same === first && !sameIsNew)
+        first.isStopped = true
+        let (replacement, isNew) = center.driver(sharedAs: key) { StubDriver() }
+        #expect(replacement !== first && isNew)
+        // The stopped driver's removal leaves the replacement shared.
+        center.remove(first)
+        #expect(center.driver(sharedAs: key) { StubDriver() }.0 === replacement)
+
+        // And a driver that stopped refuses a subscriber that reached it
+        // anyway (found just before it stopped): the caller asks again.
+        let driver = ObservationDriver(
+            request: IntRequest("SELECT 1"), options: ObservationOptions(), center: center, fetchQueue: JobQueue())
+        let leaving = ObservationSubscription<Int> { _ in }
+        #expect(driver.add(leaving, startFetch: false))
+        driver.remove(ObjectIdentifier(leaving))
+        #expect(driver.isStopped)
+        #expect(!driver.add(ObservationSubscription<Int> { _ in }, startFetch: false))
     }
 
     @Test func identicalRequestsShareOneFetch() async throws {

@@ -14,6 +14,8 @@ protocol ObservationDriving: AnyObject, Sendable {
     func endBecauseDatabaseClosed()
     /// The key the driver is shared under, if any.
     var sharingKey: SharingKey? { get }
+    /// Its last subscriber left: it takes no new one, and is being removed.
+    var isStopped: Bool { get }
 }
 
 /// The observations of one database: indexes them by the tables they read,
@@ -75,9 +77,15 @@ final class ObservationCenter: Sendable {
     /// Returns the running driver shared under `key`, or registers the one
     /// `make` creates. Registration happens before the first fetch.
     /// After ``close()`` the driver is ended before it is returned.
+    ///
+    /// A driver whose last subscriber just left is stopped but still
+    /// registered for a moment: it is not shared any more, a new one
+    /// replaces it under `key`.
     func driver<D: ObservationDriving>(sharedAs key: SharingKey?, make: () -> D) -> (D, isNew: Bool) {
         let (driver, isNew, isClosed) = state.withLock { state in
-            if let key, let id = state.shared[key], let existing = state.entries[id]?.driver as? D {
+            if let key, let id = state.shared[key], let existing = state.entries[id]?.driver as? D,
+                !existing.isStopped
+            {
                 return (existing, false, state.isClosed)
             }
             let driver = make()

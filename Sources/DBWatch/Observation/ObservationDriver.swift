@@ -52,11 +52,18 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     /// Adds a subscriber. It receives the current value at once when the
     /// driver holds one that no commit has outdated; otherwise the result of
-    /// the fetch in flight or the next one.
-    func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) {
+    /// the fetch in flight or the next one. Returns `false`, adding
+    /// nothing, when the driver stopped meanwhile (its last subscriber
+    /// left): the caller then asks the center again.
+    func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) -> Bool {
         // Results are handed to mailboxes under the lock, so a mailbox never
         // receives an older result after a newer one (promise 5).
+        var isStopped = false
         let isClosed = state.withLock { state -> Bool in
+            if state.isStopped {
+                isStopped = true
+                return false
+            }
             state.subscribers.append(subscription)
             if state.isClosed {
                 subscription.finish(after: .failure(SQLiteError.databaseClosed))
@@ -69,8 +76,12 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             }
             return false
         }
+        if isStopped { return false }
         if startFetch && !isClosed { enqueueFetch() }
+        return true
     }
+
+    var isStopped: Bool { state.withLock { $0.isStopped } }
 
     /// The database closed: each subscriber receives
     /// ``SQLiteError/databaseClosed`` (unless it was the last result it got)

@@ -55,12 +55,14 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
 
     func subscribe() -> Subscription {
         let key = ObservationDriver.sharingKey(for: request, options: options)
-        let (driver, isNew) = center.driver(sharedAs: key) {
-            ObservationDriver(request: request, options: options, center: center, fetchQueue: fetchQueue)
+        while true {
+            let (driver, isNew) = center.driver(sharedAs: key) {
+                ObservationDriver(request: request, options: options, center: center, fetchQueue: fetchQueue)
+            }
+            let mailbox = ObservationSubscription<Request.Value> { [driver] id in driver.remove(id) }
+            // A driver stopping right now is skipped by the center next time.
+            if driver.add(mailbox, startFetch: isNew) { return Subscription(mailbox: mailbox) }
         }
-        let mailbox = ObservationSubscription<Request.Value> { [driver] id in driver.remove(id) }
-        driver.add(mailbox, startFetch: isNew)
-        return Subscription(mailbox: mailbox)
     }
 
     /// Owns one subscription; dropping it stops the subscription.
