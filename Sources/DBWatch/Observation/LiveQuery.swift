@@ -102,33 +102,35 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 let requestChanged = state.withLock { $0.generation != generation }
                 if !requestChanged && !Task.isCancelled { break }
             }
-            state.withLock { state in
+            let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
                 state.hasEnded = true
-                for subscriber in state.subscribers.values { subscriber.finish(after: nil) }
-                state.subscribers = [:]
+                defer { state.subscribers = [:] }
+                return state.subscribers.values.compactMap { $0.finishWakingLater(after: nil) }
             }
+            for wakeup in wakeups { wakeup.resume() }
         } onCancel: {
             state.withLock { $0.current }?.cancel()
         }
     }
 
     private func receive(_ result: Result<Request.Value, any Error>, generation: Int) {
-        state.withLock { state in
-            guard state.generation == generation else { return }
+        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+            guard state.generation == generation else { return [] }
             switch result {
             case .success(let value):
                 let isSame = deduplicate(value, state.value)
                 state.value = value
                 state.error = nil
-                // Under the lock, so that a subscriber joining now never
-                // receives an older value after this one.
-                if !isSame {
-                    for subscriber in state.subscribers.values { subscriber.offer(.success(value)) }
-                }
+                // Handed under the lock, so that a subscriber joining now
+                // never receives an older value after this one; woken after.
+                if isSame { return [] }
+                return state.subscribers.values.compactMap { $0.offerWakingLater(.success(value)) }
             case .failure(let error):
                 state.error = error
+                return []
             }
         }
+        for wakeup in wakeups { wakeup.resume() }
     }
 
     /// The current value at once, then each new value. A slow subscriber
@@ -145,6 +147,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         let mailbox = ObservationSubscription<Request.Value> { [weak self] id in
             self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
         }
+        // Nobody waits on a new mailbox yet: nothing to wake.
         state.withLock { state in
             if state.hasEnded {
                 mailbox.finish(after: .success(state.value))

@@ -59,6 +59,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         // Results are handed to mailboxes under the lock, so a mailbox never
         // receives an older result after a newer one (promise 5).
         var isStopped = false
+        var wakeup: ObservationSubscription<Request.Value>.Wakeup?
         let isClosed = state.withLock { state -> Bool in
             if state.isStopped {
                 isStopped = true
@@ -66,16 +67,17 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             }
             state.subscribers.append(subscription)
             if state.isClosed {
-                subscription.finish(after: .failure(SQLiteError.databaseClosed))
+                wakeup = subscription.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
                 return true
             }
             if startFetch {
                 state.isFetching = true
             } else if !state.isFetching, !state.needsFetch, let lastResult = state.lastResult {
-                subscription.offer(lastResult)
+                wakeup = subscription.offerWakingLater(lastResult)
             }
             return false
         }
+        wakeup?.resume()
         if isStopped { return false }
         if startFetch && !isClosed { enqueueFetch() }
         return true
@@ -88,15 +90,16 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// and then the end; later subscribers too.
     func endBecauseDatabaseClosed() {
         let error = SQLiteError.databaseClosed
-        state.withLock { state in
-            guard !state.isClosed else { return }
+        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+            guard !state.isClosed else { return [] }
             state.isClosed = true
             state.runningFetch?.cancel()
             let delivered = isSame(.failure(error), state.lastResult)
-            for subscriber in state.subscribers {
-                subscriber.finish(after: delivered && subscriber.hasReceived ? nil : .failure(error))
+            return state.subscribers.compactMap { subscriber in
+                subscriber.finishWakingLater(after: delivered && subscriber.hasReceived ? nil : .failure(error))
             }
         }
+        for wakeup in wakeups { wakeup.resume() }
     }
 
     /// Removes a subscriber; the last one stops the driver.
@@ -129,11 +132,12 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     func deliver(_ error: any Error) {
-        state.withLock { state in
+        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
             state.lastResult = .failure(error)
             state.valuesDelivered += 1
-            for subscriber in state.subscribers { subscriber.offer(.failure(error)) }
+            return state.subscribers.compactMap { $0.offerWakingLater(.failure(error)) }
         }
+        for wakeup in wakeups { wakeup.resume() }
     }
 
     // MARK: - Fetching
@@ -204,6 +208,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let missedCommit =
             startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
         var timerOffset: Duration?
+        var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
             state.fetches += 1
@@ -212,11 +217,12 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             guard !state.isClosed else { return false }
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
-            // Under the lock: once `isFetching` is false, a commit can start
-            // another fetch whose newer result must not be overwritten by
-            // this one on its way to the mailboxes.
+            // Handed under the lock: once `isFetching` is false, a commit can
+            // start another fetch whose newer result must not be overwritten
+            // by this one on its way to the mailboxes. Consumers are woken
+            // after the lock is released.
             for subscriber in state.subscribers where changed || !subscriber.hasReceived {
-                subscriber.offer(result)
+                if let wakeup = subscriber.offerWakingLater(result) { wakeups.append(wakeup) }
             }
             if changed {
                 state.lastResult = result
@@ -237,6 +243,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             state.isFetching = true
             return true
         }
+        for wakeup in wakeups { wakeup.resume() }
         if startAnother { enqueueFetch() }
         if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
     }

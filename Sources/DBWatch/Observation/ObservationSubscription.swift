@@ -24,8 +24,25 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
 
     var hasReceived: Bool { state.withLock { $0.hasReceived } }
 
+    /// A consumer to wake with what it receives. Callers that hand results
+    /// under a lock of their own (to keep their order) wake it after
+    /// releasing that lock: a wake-up can take microseconds, during which
+    /// the writer would wait for the lock.
+    struct Wakeup {
+        fileprivate let continuation: CheckedContinuation<Result<Value, any Error>?, Never>
+        fileprivate let result: Result<Value, any Error>?
+
+        func resume() { continuation.resume(returning: result) }
+    }
+
     /// Offers a result: wakes the consumer or replaces an undelivered one.
     func offer(_ result: Result<Value, any Error>) {
+        hand(result, ending: false)?.resume()
+    }
+
+    /// Offers a result now and returns the consumer to wake, if it waits:
+    /// call ``Wakeup/resume()`` once the caller's lock is released.
+    func offerWakingLater(_ result: Result<Value, any Error>) -> Wakeup? {
         hand(result, ending: false)
     }
 
@@ -55,25 +72,30 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
     /// for it, or after `last` when given (it replaces a waiting result:
     /// latest wins): the database closed.
     func finish(after last: Result<Value, any Error>?) {
+        hand(last, ending: true)?.resume()
+    }
+
+    /// ``finish(after:)``, returning the consumer to wake once the caller's
+    /// lock is released.
+    func finishWakingLater(after last: Result<Value, any Error>?) -> Wakeup? {
         hand(last, ending: true)
     }
 
     /// Gives `result` to a waiting consumer, or keeps it as the latest; when
     /// `ending`, nothing follows it. A waiting consumer handed `nil` sees the
     /// end (and its `next()` then finishes the subscription).
-    private func hand(_ result: Result<Value, any Error>?, ending: Bool) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<Value, any Error>?, Never>? in
+    private func hand(_ result: Result<Value, any Error>?, ending: Bool) -> Wakeup? {
+        state.withLock { state -> Wakeup? in
             guard !state.isFinished, !state.isEnding else { return nil }
             if ending { state.isEnding = true }
             if result != nil { state.hasReceived = true }
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return Wakeup(continuation: waiter, result: result)
             }
             if let result { state.latest = result }
             return nil
         }
-        waiter?.resume(returning: result)
     }
 
     /// Ends the subscription: a waiting consumer gets `nil`; the owner is told once.
