@@ -65,7 +65,9 @@ struct DemoEndToEndTests {
     @Test func aSecondProcessWatchesTheDemoFile() async throws {
         try await withScratch { scratch in
             let path = scratch.file("demo.sqlite")
-            let demo = try DBWatchRun.start(["demo", "--db", path, "--duration", "8", "--seed", "3", "--rate", "8"])
+            // Long enough for both watches even on a slow (sanitized) build;
+            // Ctrl-C ends it once they are done.
+            let demo = try DBWatchRun.start(["demo", "--db", path, "--duration", "300", "--seed", "3", "--rate", "8"])
             defer { demo.kill() }
             _ = try await demo.wait(forOutput: "--- frame 1 ")
             #expect(demo.snapshot.stdout.contains("In another terminal: dbwatch watch \(path)"))
@@ -85,6 +87,7 @@ struct DemoEndToEndTests {
                 "watch", path, "SELECT sum(score) FROM player", "--format", "ndjson", "--count", "2",
             ])
             #expect(scores.exitStatus == 0, "\(scores)")
+            demo.interrupt()
             let finished = try await demo.waitForExit(timeout: 60)
             #expect(finished.exitStatus == 0, "\(finished)")
             #expect(finished.stdout.contains("Demo stopped after"))
