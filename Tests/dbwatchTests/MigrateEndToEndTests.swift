@@ -278,7 +278,7 @@ struct MigrateEndToEndTests {
             let unreadableFile = try await DBWatchRun.run(["migrate", path, "--dir", folder])
             #expect(unreadableFile.exitStatus == 66, "\(unreadableFile)")
             #expect(
-                unreadableFile.stderr == "dbwatch: cannot read the migration file \(file): Permission denied\n",
+                unreadableFile.stderr == "dbwatch: cannot read migrations at \(file): Permission denied\n",
                 "\(unreadableFile)")
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
             try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder)
@@ -286,7 +286,7 @@ struct MigrateEndToEndTests {
             let unreadableFolder = try await DBWatchRun.run(["migrate", path, "--dir", folder])
             #expect(unreadableFolder.exitStatus == 66, "\(unreadableFolder)")
             #expect(
-                unreadableFolder.stderr == "dbwatch: cannot read the migrations folder \(folder): Permission denied\n",
+                unreadableFolder.stderr == "dbwatch: cannot read migrations at \(folder): Permission denied\n",
                 "\(unreadableFolder)")
         }
     }

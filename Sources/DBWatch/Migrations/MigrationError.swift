@@ -1,7 +1,7 @@
 /// Why migrations could not be loaded or applied.
 ///
 /// Errors from loading (``invalidFileName(_:)``, ``duplicateNumber(_:fileNames:)``,
-/// ``gap(missing:next:)``, ``unreadable(path:reason:)``) come from the
+/// ``gap(missing:next:)``, ``unreadable(path:reason:)``, ``invalidEncoding(path:)``) come from the
 /// ``Migrator`` initializers. Errors from migrating leave the database as it
 /// was before the failing migration: earlier migrations of the same run stay
 /// applied, the failing one is rolled back completely.
@@ -37,12 +37,19 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// MigrationError.gap(missing: 3...3, next: "0004_add_player_search.sql")
     /// ```
     case gap(missing: ClosedRange<Int>, next: String)
-    /// The directory or a file cannot be read, or a file is not UTF-8.
+    /// The directory or a file cannot be read; `reason` is the system's
+    /// (`Permission denied`, `No such file or directory`).
     ///
     /// ```swift
-    /// MigrationError.unreadable(path: "Migrations/0001_a.sql", reason: "the file is not valid UTF-8")
+    /// MigrationError.unreadable(path: "Migrations/0001_a.sql", reason: "Permission denied")
     /// ```
     case unreadable(path: String, reason: String)
+    /// A migration file is not UTF-8 text.
+    ///
+    /// ```swift
+    /// MigrationError.invalidEncoding(path: "Migrations/0002_latin1.sql")
+    /// ```
+    case invalidEncoding(path: String)
     /// `migrate(_:upTo:)` or `dryRun(_:upTo:)` named a number no migration has.
     ///
     /// ```swift
@@ -103,6 +110,8 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
             return "\(what) before \(next): migration numbers must run 1, 2, 3, … without gaps"
         case .unreadable(let path, let reason):
             return "cannot read migrations at \(path): \(reason)"
+        case .invalidEncoding(let path):
+            return "the migration file \(path) is not valid UTF-8 text"
         case .noSuchMigration(let number):
             return "there is no migration \(Migration.paddedNumber(number))"
         case .historyMismatch(let changed, let unknown):

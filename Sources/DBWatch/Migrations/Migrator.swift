@@ -88,6 +88,7 @@ public struct Migrator: Sendable {
     ///
     /// - Parameter directory: the directory path.
     /// - Throws: ``MigrationError/unreadable(path:reason:)``,
+    ///   ``MigrationError/invalidEncoding(path:)``,
     ///   ``MigrationError/invalidFileName(_:)``,
     ///   ``MigrationError/duplicateNumber(_:fileNames:)`` or
     ///   ``MigrationError/gap(missing:next:)``.
@@ -97,12 +98,13 @@ public struct Migrator: Sendable {
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw MigrationError.unreadable(path: directory, reason: "no such directory")
         }
-        let names: [String]
-        do {
-            names = try manager.contentsOfDirectory(atPath: directory)
-        } catch {
-            throw MigrationError.unreadable(path: directory, reason: "\(error)")
+        // POSIX calls rather than Foundation's, whose errors read as
+        // NSError dumps: the reason is the system's words ("Permission denied").
+        guard let listing = opendir(directory) else {
+            throw MigrationError.unreadable(path: directory, reason: String(cString: strerror(errno)))
         }
+        closedir(listing)
+        let names = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
         var migrations: [Migration] = []
         for fileName in names.sorted() where !fileName.hasPrefix(".") && fileName.lowercased().hasSuffix(".sql") {
             let path = (directory as NSString).appendingPathComponent(fileName)
@@ -111,15 +113,34 @@ public struct Migrator: Sendable {
             guard let (number, name) = Migration.parseFileName(fileName) else {
                 throw MigrationError.invalidFileName(fileName)
             }
-            guard let data = manager.contents(atPath: path) else {
-                throw MigrationError.unreadable(path: path, reason: "the file cannot be read")
-            }
+            let data = try Self.contents(of: path)
             guard let sql = String(validating: data, as: UTF8.self) else {
-                throw MigrationError.unreadable(path: path, reason: "the file is not valid UTF-8")
+                throw MigrationError.invalidEncoding(path: path)
             }
             migrations.append(Migration(number: number, name: name, sql: sql, fileName: fileName))
         }
         try self.init(migrations: migrations)
+    }
+
+    /// The bytes of the file at `path`, or ``MigrationError/unreadable(path:reason:)``
+    /// with the system's reason.
+    private static func contents(of path: String) throws -> [UInt8] {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw MigrationError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return bytes }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MigrationError.unreadable(path: path, reason: String(cString: strerror(errno)))
+            }
+            bytes += buffer[..<count]
+        }
     }
 
     /// Which migrations are applied, pending, changed since they were

@@ -63,7 +63,7 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     private func runUntilInterrupted() async throws {
-        let migrator = try MigrationFolder.migrator(at: dir)
+        let migrator = try Migrator(directory: dir)
         let shownPath = CellText.sanitized(database)
         if status || dryRun {
             let (queue, exists) = try openWithoutWriting()

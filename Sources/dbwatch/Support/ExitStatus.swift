@@ -62,7 +62,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             case .statementFailed(_, _, _, let error):
                 let status = ExitStatus(code: error.code)
                 self = status == .failure ? .badSQL : status
-            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation, .invalidHistory:
+            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation, .invalidHistory,
+                .invalidEncoding:
                 self = .badSQL
             }
         default:
