@@ -115,22 +115,22 @@ public final class DatabasePool: DatabaseWriter {
 
     /// Closes every connection after the jobs already queued, and waits.
     /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error (a fetch of
-    /// one still running is interrupted rather than waited for).
+    /// every observation ends: its last element is that error, after the
+    /// values of commits made before the close.
     ///
     /// ```swift
     /// pool.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
-        // Observations first: their fetches in flight are interrupted
-        // instead of holding up the close.
-        observationHost.center.close()
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
         readerJobs.close()
         readerJobs.waitForWorkersUnlessCalledFromOne()
         writerJobs.close()
         writerJobs.waitForWorkersUnlessCalledFromOne()
+        // Last: the refetches of commits made before the close still
+        // deliver their values.
+        observationHost.center.close()
     }
 
     // MARK: - Observation

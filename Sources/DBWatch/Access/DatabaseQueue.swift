@@ -105,19 +105,19 @@ public final class DatabaseQueue: DatabaseWriter {
 
     /// Closes the connection after the jobs already queued, and waits for it.
     /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error (a fetch of
-    /// one still running is interrupted rather than waited for).
+    /// every observation ends: its last element is that error, after the
+    /// values of commits made before the close.
     ///
     /// ```swift
     /// queue.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
-        // Observations first: their fetches in flight are interrupted
-        // instead of holding up the close.
-        observationHost.center.close()
+        // Queued jobs first: the refetches of commits made before the close
+        // still deliver their values.
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne()
+        observationHost.center.close()
     }
 
     // MARK: - Observation
