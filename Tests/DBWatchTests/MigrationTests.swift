@@ -594,4 +594,23 @@ struct MigrationTests {
             #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
         }
     }
+
+    /// Rows that break a CHECK or NOT NULL constraint are data, not damage:
+    /// the migration that cleans them up must be able to run.
+    @Test func constraintViolationsDoNotBlockMigrations() async throws {
+        let queue = try DatabaseQueue()
+        let create = Migration(
+            number: 1, name: "create", sql: "CREATE TABLE t (a INTEGER CHECK (a > 0), b TEXT NOT NULL);")
+        let cleanup = Migration(number: 2, name: "cleanup", sql: "DELETE FROM t WHERE a <= 0;")
+        let migrator = try Migrator(migrations: [create, cleanup])
+        try await migrator.migrate(queue, upTo: 1)
+        try await queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON; INSERT INTO t VALUES (-1, 'x');")
+            try db.execute(sql: "PRAGMA ignore_check_constraints = OFF")
+        }
+        let findings = try await queue.read { db in try db.fetchAll(String.self, sql: "PRAGMA quick_check") }
+        #expect(findings.contains { $0.hasPrefix("CHECK constraint failed") }, "\(findings)")
+        #expect(try await migrator.migrate(queue).map(\.number) == [2])
+        #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
+    }
 }

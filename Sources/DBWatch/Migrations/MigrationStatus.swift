@@ -62,7 +62,7 @@ public struct MigrationStatus: Hashable, Sendable {
     }
 
     /// Whether the database's history agrees with the migrations: nothing
-    /// changed, nothing unknown. ``Migrator/migrate(_:upTo:)`` refuses to run
+    /// changed, nothing unknown. ``Migrator/migrate(_:upTo:checksIntegrity:)`` refuses to run
     /// otherwise.
     ///
     /// ```swift

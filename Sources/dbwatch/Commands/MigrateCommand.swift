@@ -107,6 +107,8 @@ struct MigrateCommand: AsyncParsableCommand {
             Output.standardOutput("Nothing to apply: \(path) is \(MigrateCommand.position(status, total: total)).\n")
             return
         }
+        // Once, before any progress line: a damaged database is refused whole.
+        try await migrator.checkIntegrity(of: queue)
         let noun = plan.count == 1 ? "migration" : "migrations"
         Output.standardOutput("Applying \(plan.count) \(noun) from \(CellText.sanitized(dir)) to \(path):\n")
         let clock = ContinuousClock()
@@ -115,7 +117,7 @@ struct MigrateCommand: AsyncParsableCommand {
             Output.standardOutput("  \(migration.fileName) … ")
             let start = clock.now
             do {
-                let done = try await migrator.migrate(queue, upTo: migration.number)
+                let done = try await migrator.migrate(queue, upTo: migration.number, checksIntegrity: false)
                 let elapsed = MigrateCommand.milliseconds(clock.now - start)
                 if done.contains(where: { $0.number == migration.number }) {
                     applied += 1
