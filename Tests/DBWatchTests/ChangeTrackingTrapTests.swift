@@ -153,6 +153,33 @@ struct ChangeTrackingTrapTests {
         }
     }
 
+    /// A generated column added while pool readers are open: what they knew
+    /// of the table's columns must not hide it.
+    @Test func aGeneratedColumnAddedLaterIsFollowedToo() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE t (a INT, b INT); INSERT INTO t VALUES (1, 1)")
+            }
+            // Every reader reads a column of t first.
+            try await withThrowingTaskGroup { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        _ = try await pool.read { db in try db.fetchAll(Int.self, sql: "SELECT a FROM t") }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await pool.write { db in try db.execute(sql: "ALTER TABLE t ADD COLUMN g INT AS (b * 10)") }
+            let (values, task) = record(pool.observe(IntRequest("SELECT g FROM t")))
+            defer { task.cancel() }
+            try await values.wait { $0.last?.value == 10 }
+            try await pool.write { db in try db.execute(sql: "UPDATE t SET b = 5") }
+            try await values.wait { $0.last?.value == 50 }
+        }
+    }
+
     @Test func fts5WritesAreSeen() async throws {
         // Written through shadow tables whose names differ from the one queried.
         try await expectChange(

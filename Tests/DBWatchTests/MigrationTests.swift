@@ -304,7 +304,7 @@ struct MigrationTests {
                 Issue.record("unexpected \(error)")
                 return
             }
-            #expect("\(error)".contains("nothing was applied"))
+            #expect("\(error)".contains("nothing is applied"))
         }
         #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations"])
     }

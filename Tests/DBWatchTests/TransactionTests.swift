@@ -158,6 +158,8 @@ struct TransactionTests {
     @Test func savepointsInSQLStayAllowedInsideWrite() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in
+            // EXPLAIN runs nothing: allowed too.
+            _ = try db.fetchAll(sql: "EXPLAIN COMMIT")
             try db.execute(sql: "INSERT INTO player (name) VALUES ('kept')")
             try db.execute(sql: "SAVEPOINT s; INSERT INTO player (name) VALUES ('undone'); ROLLBACK TO s; RELEASE s")
         }

@@ -70,6 +70,16 @@ struct UntrustedSQLTests {
         }
     }
 
+    @Test func emptyStatementsInAScriptAreSkipped() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.writeWithoutTransaction { db in
+            try db.withUntrustedSQL {
+                try db.execute(sql: "SELECT 1;\n;SELECT 2")
+                try db.execute(sql: "SELECT 1; /* c */ ; SELECT 2;;")
+            }
+        }
+    }
+
     @Test func sqlAfterANULCharacterIsNotSilentlyDropped() async throws {
         let queue = try DatabaseQueue()
         try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }

@@ -46,7 +46,7 @@ public struct Configuration: Sendable {
     var busyTimeoutMilliseconds: Int32 {
         // Clamped before multiplying: `.seconds(.max)` means "as long as SQLite allows".
         let (seconds, attoseconds) = busyTimeout.components
-        let milliseconds = min(max(seconds, 0), Int64(Int32.max) / 1000) * 1000 + attoseconds / 1_000_000_000_000_000
-        return Int32(clamping: max(0, milliseconds))
+        if seconds > Int64(Int32.max) / 1000 { return .max }
+        return Int32(clamping: max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
     }
 }

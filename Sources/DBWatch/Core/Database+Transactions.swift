@@ -86,8 +86,8 @@ extension Database {
             throw SQLiteError(
                 code: .misuse,
                 message:
-                    "writeWithoutTransaction left a transaction open (BEGIN without COMMIT or ROLLBACK); "
-                    + "it was rolled back")
+                    "writeWithoutTransaction left a transaction open (a BEGIN or SAVEPOINT without its COMMIT, "
+                    + "ROLLBACK or RELEASE); it was rolled back")
         }
         return result
     }

@@ -43,7 +43,9 @@ extension Database {
     static func leadingKeyword(_ sql: String) -> String {
         var rest = Substring(sql)
         while true {
-            rest = rest.drop { $0.isWhitespace || $0 == "(" }
+            // `;` too: SQLite skips empty statements, and keeps them in
+            // the text of the statement that follows.
+            rest = rest.drop { $0.isWhitespace || $0 == "(" || $0 == ";" }
             if rest.hasPrefix("--") {
                 rest = rest.drop { $0 != "\n" }
             } else if rest.hasPrefix("/*") {

@@ -44,9 +44,6 @@ public final class Database {
     var untrustedTimeLimitExceeded = false
     /// Why the authorizer last refused an action, for the error message.
     var lastRefusal: String?
-    /// The generated columns of the tables statements read (see
-    /// `widenGeneratedColumnReads`), emptied with the statement cache.
-    var generatedColumnsCache: [TableName: Set<String>] = [:]
     /// Statements prepared under the untrusted policy, cached apart.
     private var untrustedStatementCache: [String: Statement] = [:]
 
@@ -259,7 +256,6 @@ public final class Database {
     func clearStatementCache() {
         statementCache.removeAll(keepingCapacity: true)
         untrustedStatementCache.removeAll()
-        generatedColumnsCache.removeAll()
     }
 
     // MARK: - Stepping
@@ -271,7 +267,9 @@ public final class Database {
             abandon(statement)
             throw SQLiteError(code: .interrupt, message: "interrupted: the task was cancelled", sql: statement.sql)
         }
-        if ownsTransaction && statement.footprint.beginsOrEndsTransaction {
+        if ownsTransaction && statement.footprint.beginsOrEndsTransaction
+            && sqlite3_stmt_isexplain(statement.handle) == 0
+        {
             throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }

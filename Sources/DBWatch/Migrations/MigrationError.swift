@@ -132,7 +132,7 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
                 + "and was rolled back"
         case .invalidHistory(let reason):
             return "the table of applied migrations (dbwatch_migrations) holds an invalid record, "
-                + "nothing was applied: \(reason)"
+                + "and nothing is applied while it does: \(reason)"
         }
     }
 }

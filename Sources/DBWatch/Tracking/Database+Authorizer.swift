@@ -135,10 +135,10 @@ extension Database {
     }
 
     /// The generated columns of `table` (lowercased), from
-    /// `pragma_table_xinfo`; cached until the statement cache is emptied
-    /// (after a schema change).
+    /// `pragma_table_xinfo`. Asked on every prepare that reads columns (the
+    /// statement cache makes that rare), never cached: another connection
+    /// may have added a generated column since.
     private func generatedColumns(of table: TableName) -> Set<String> {
-        if let cached = generatedColumnsCache[table] { return cached }
         guard let handle else { return [] }
         // Raw C calls, with a throwaway footprint: this query's own
         // authorizer calls must not count as SQLite re-preparing on its own.
@@ -158,7 +158,6 @@ extension Database {
         while sqlite3_step(statement) == SQLITE_ROW {
             if let name = sqlite3_column_text(statement, 0) { names.insert(String(cString: name).lowercased()) }
         }
-        generatedColumnsCache[table] = names
         return names
     }
 
