@@ -331,7 +331,7 @@ struct ObservationPromiseTests {
     /// ended the observations first).
     @Test("9. closing delivers the values of commits made before it")
     func closingDeliversEarlierCommits() async throws {
-        for round in 0..<20 {
+        for round in 0..<10 {
             try await Self.withDatabases { database in
                 let (recorder, task) = record(database.observe(IntRequest("SELECT count(*) FROM player")))
                 defer { task.cancel() }
