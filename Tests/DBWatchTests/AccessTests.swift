@@ -47,10 +47,13 @@ struct AccessTests {
             let inside = Gate()
             let release = Gate()
             try await withTimeout {
-                async let write: Void = pool.write { db in
-                    try db.execute(sql: "INSERT INTO player (name) VALUES ('pending')")
-                    inside.open()
-                    release.blockingWait()
+                // The write may run on the calling thread, which then blocks: not a cooperative one.
+                let write = Task(executorPreference: DedicatedThreadExecutor()) {
+                    try await pool.write { db in
+                        try db.execute(sql: "INSERT INTO player (name) VALUES ('pending')")
+                        inside.open()
+                        release.blockingWait()
+                    }
                 }
                 await inside.wait()
                 // Two readers in parallel, both on the last committed state.
@@ -59,7 +62,7 @@ struct AccessTests {
                 let counts = try await [first, second]
                 #expect(counts == [0, 0])
                 release.open()
-                try await write
+                try await write.value
             }
             let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
             #expect(count == 1)
@@ -128,7 +131,8 @@ struct AccessTests {
     @Test func cancelledWriteRollsBack() async throws {
         let queue = try await makePlayerQueue()
         let started = Gate()
-        let task = Task {
+        // The write may run on the calling thread, busy until cancelled: not a cooperative one.
+        let task = Task(executorPreference: DedicatedThreadExecutor()) {
             try await queue.write { db in
                 try db.execute(sql: "INSERT INTO player (name) VALUES ('never')")
                 started.open()
@@ -148,7 +152,8 @@ struct AccessTests {
         let queue = try await makePlayerQueue()
         let inserted = Gate()
         let cancelled = Gate()
-        let task = Task {
+        // The write may run on the calling thread, which then blocks: not a cooperative one.
+        let task = Task(executorPreference: DedicatedThreadExecutor()) {
             try await queue.write { db in
                 try db.execute(sql: "INSERT INTO player (name) VALUES ('first')")
                 inserted.open()

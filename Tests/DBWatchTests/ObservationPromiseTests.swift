@@ -452,16 +452,19 @@ struct ObservationPromiseTests {
             let inside = Gate()
             let release = Gate()
             try await withTimeout { () async throws in
-                async let holding: Void = pool.write { db in
-                    try db.execute(sql: "INSERT INTO player (name) VALUES ('uncommitted')")
-                    inside.open()
-                    release.blockingWait()
+                // The write may run on the calling thread, which then blocks: not a cooperative one.
+                let holding = Task(executorPreference: DedicatedThreadExecutor()) {
+                    try await pool.write { db in
+                        try db.execute(sql: "INSERT INTO player (name) VALUES ('uncommitted')")
+                        inside.open()
+                        release.blockingWait()
+                    }
                 }
                 await inside.wait()
                 // The refetch for the first commit runs on a reader while the writer is busy.
                 try await recorder.wait { $0.last?.value == ["committed"] }
                 release.open()
-                try await holding
+                try await holding.value
                 try await recorder.wait { $0.last?.value == ["committed", "uncommitted"] }
             }
         }

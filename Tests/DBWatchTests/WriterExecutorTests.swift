@@ -161,10 +161,11 @@ struct WriterExecutorTests {
             let outcomes = try await withTimeout {
                 await withTaskExecutorPreference(database.writerExecutor) { () async -> [Bool] in
                     database.close()
-                    let wrote = (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") })
+                    let wrote =
+                        (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") }) != nil
                     let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
                     }
-                    return [wrote != nil, read != nil]
+                    return [wrote, read != nil]
                 }
             }
             #expect(outcomes == [false, false])

@@ -2,8 +2,9 @@ import CSQLite
 import Foundation
 
 /// A dedicated thread that owns one connection and runs the jobs of a
-/// ``JobQueue``. SQLite's blocking calls run here, never on Swift's
-/// cooperative pool.
+/// ``JobQueue``. Waits for locks and disk syncs happen here; only an idle
+/// writer's connection is lent to a caller's thread for one write (see
+/// ``JobQueue/perform(claimingIdleConnection:_:)``).
 enum ConnectionThread {
     /// Starts a thread named `name` (at most 15 bytes: Linux's limit for
     /// thread names) serving `queue`. `open` runs on the new thread at the
@@ -18,7 +19,7 @@ enum ConnectionThread {
             nameCurrentThread(name)
             queue.workerDidStart()
             var database = connection?.value
-            while let job = queue.pop() {
+            while let job = queue.pop(offering: database) {
                 if database == nil || database!.isClosed {
                     do {
                         database = try open()

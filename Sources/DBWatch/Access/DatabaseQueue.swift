@@ -2,7 +2,9 @@
 /// what tests use) or a file.
 ///
 /// Every ``write(_:)`` and ``read(_:)`` runs on the queue's own thread, one
-/// at a time. Cancelling the calling task interrupts the running statement.
+/// at a time; on an in-memory queue, a write that finds the queue idle runs
+/// on the calling task's thread instead (see
+/// ``Configuration/writesOnCallerThread``). Cancelling the calling task interrupts the running statement.
 ///
 /// ```swift
 /// let queue = try DatabaseQueue()   // in memory
@@ -17,7 +19,7 @@ public final class DatabaseQueue: DatabaseWriter {
     public let path: String
     /// The configuration the queue was opened with.
     public let configuration: Configuration
-    let jobs = JobQueue()
+    let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
     let observationHost: ObservationHost
 
@@ -47,6 +49,10 @@ public final class DatabaseQueue: DatabaseWriter {
     public init(path: String = ":memory:", configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
+        // A private in-memory database never waits for a lock or a disk, so
+        // an idle queue lets the caller's thread run a write; a file's
+        // rollback journal may wait for another process at `COMMIT`.
+        jobs = JobQueue(allowsClaims: path == ":memory:" && configuration.writesOnCallerThread)
         taskExecutor = ConnectionExecutor(queue: jobs)
         let database = try Database(path: path, configuration: configuration)
         let center = ObservationCenter(fetchQueue: jobs, logger: configuration.logger)
@@ -75,7 +81,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// }
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await jobs.perform { db in
+        try await jobs.perform(claimingIdleConnection: true) { db in
             try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
         }
     }

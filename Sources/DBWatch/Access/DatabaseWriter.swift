@@ -11,7 +11,9 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     var path: String { get }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer
-    /// connection and returns its value; rolls back if it throws.
+    /// connection and returns its value; rolls back if it throws. When the
+    /// writer is idle it runs on the calling task's thread (see
+    /// ``Configuration/writesOnCallerThread``).
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
     /// Runs `body` on the writer connection without opening a transaction:
@@ -20,13 +22,15 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
     /// A task executor on the writer connection's thread, for tasks that
-    /// write a lot in small transactions (imports, ingestion).
+    /// write a lot in small transactions (imports, ingestion) where an
+    /// ordinary task's writes would not run on its own thread: on a file
+    /// ``DatabaseQueue``, with ``Configuration/writesOnCallerThread`` off,
+    /// or while other tasks keep the writer busy.
     ///
     /// A task that prefers it runs its code on that thread, and its
     /// ``write(_:)`` calls run there inline instead of queueing a job and
-    /// waiting for it: no thread hop, no wake-up. Only the writer's thread
-    /// ever runs SQLite; Swift's cooperative pool still never does. The
-    /// price: while the task runs code of its own (or awaits nothing), the
+    /// waiting for it: no thread hop, no wake-up, and SQLite runs only on
+    /// the writer's thread. The price: while the task runs code of its own (or awaits nothing), the
     /// writer runs nothing else, so keep non-database work out of such a
     /// task. An access runs inline only when no other job is waiting, so
     /// queued writes are never overtaken.

@@ -34,8 +34,26 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     private let hostedTaskCount = Atomic<Int>(0)
     /// Accesses that ran inline in a hosted task (for tests).
     private let inlineAccesses = Atomic<Int>(0)
+    /// Whether an idle connection may be claimed by a caller (see
+    /// ``perform(claimingIdleConnection:_:)``): set for one-worker queues
+    /// whose connection never waits for a lock once its transaction began.
+    private let allowsClaims: Bool
+    /// The connection of the worker sleeping in `pop`, offered for claims.
+    private var offeredDatabase: Database?
+    /// A caller's thread is using the worker's connection: the worker waits.
+    private var isClaimed = false
+    /// The thread of that caller, so that a `close()` it makes does not wait for itself.
+    private var claimingThread: pthread_t?
+    /// Accesses that ran on the caller's thread by claiming the idle connection (for tests).
+    private let claimedAccesses = Atomic<Int>(0)
+    /// Claimed accesses that went to the worker's thread because another
+    /// connection held the lock (for tests).
+    private let lockWaitFallbacks = Atomic<Int>(0)
+    /// Checkpoints that commits on a caller's thread left to the worker (for tests).
+    private let deferredCheckpoints = Atomic<Int>(0)
 
-    init() {
+    init(allowsClaims: Bool = false) {
+        self.allowsClaims = allowsClaims
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -62,7 +80,8 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
             guard !isClosed else { return (false, false) }
             jobs.append(job)
             highWaterMark = max(highWaterMark, jobs.count - head)
-            return (true, sleepingWorkers > 0)
+            // A claimed connection's worker is woken when the claim ends.
+            return (true, sleepingWorkers > 0 && !isClaimed)
         }
         if wake { pthread_cond_signal(condition) }
         return accepted
@@ -75,20 +94,24 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
             guard !isClosed else { return (false, 0) }
             jobs.append(contentsOf: newJobs)
             highWaterMark = max(highWaterMark, jobs.count - head)
-            return (true, min(newJobs.count, sleepingWorkers))
+            return (true, isClaimed ? 0 : min(newJobs.count, sleepingWorkers))
         }
         for _ in 0..<wakeCount { pthread_cond_signal(condition) }
         return accepted
     }
 
-    /// The next job, waiting for one; `nil` once the queue is closed and drained.
-    func pop() -> (any ConnectionJob)? {
+    /// The next job, waiting for one; `nil` once the queue is closed and
+    /// drained. While it waits, the worker offers its open `database` for
+    /// claims, and it waits as long as a claim lasts.
+    func pop(offering database: Database? = nil) -> (any ConnectionJob)? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        while head == jobs.count {
-            if isClosed { return nil }
+        while head == jobs.count || isClaimed {
+            if isClosed && !isClaimed && head == jobs.count { return nil }
             sleepingWorkers += 1
+            if allowsClaims, let database, !database.isClosed { offeredDatabase = database }
             pthread_cond_wait(condition, mutex)
+            offeredDatabase = nil
             sleepingWorkers -= 1
         }
         let job = jobs[head]
@@ -111,8 +134,20 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
 
     var closed: Bool { locked { isClosed } }
 
+    /// The jobs waiting right now (for tests).
+    var queuedJobCount: Int { locked { jobs.count - head } }
+
     /// The most jobs that ever waited at once.
     var maximumQueuedJobs: Int { locked { highWaterMark } }
+
+    /// How many accesses ran on a caller's thread, on a claimed connection, so far.
+    var claimedAccessCount: Int { claimedAccesses.load(ordering: .relaxed) }
+
+    /// How many claimed accesses went to the worker's thread to wait for a lock.
+    var lockWaitFallbackCount: Int { lockWaitFallbacks.load(ordering: .relaxed) }
+
+    /// How many checkpoints were left to the worker by commits on a caller's thread.
+    var deferredCheckpointCount: Int { deferredCheckpoints.load(ordering: .relaxed) }
 
     /// How many accesses ran inline in a hosted task so far.
     var inlineAccessCount: Int { inlineAccesses.load(ordering: .relaxed) }
@@ -140,6 +175,7 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         defer { pthread_mutex_unlock(mutex) }
         let current = pthread_self()
         if workerThreads.contains(where: { pthread_equal($0, current) != 0 }) { return }
+        if let claimingThread, pthread_equal(claimingThread, current) != 0 { return }
         while runningWorkers > 0 { pthread_cond_wait(condition, mutex) }
     }
 
@@ -171,6 +207,56 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         }
     }
 
+    // MARK: - Claims
+
+    /// The sleeping worker's connection, now reserved for the calling
+    /// thread, when no job waits and no claim is running; `nil` otherwise.
+    private func claimIdleConnection() -> Database? {
+        locked {
+            guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase else {
+                return nil
+            }
+            isClaimed = true
+            claimingThread = pthread_self()
+            return offeredDatabase
+        }
+    }
+
+    /// Ends a claim, and wakes the worker if jobs arrived meanwhile or the queue closed.
+    private func releaseClaim() {
+        let wake = locked {
+            isClaimed = false
+            claimingThread = nil
+            return sleepingWorkers > 0 && (head != jobs.count || isClosed)
+        }
+        if wake { pthread_cond_signal(condition) }
+    }
+
+    /// Runs `body` on the calling thread with the claimed `database`, then
+    /// ends the claim, and queues the checkpoint that a commit left due.
+    private func runClaimed<T>(on database: Database, _ body: (Database) throws -> T) async throws -> T {
+        claimedAccesses.add(1, ordering: .relaxed)
+        database.runsOnCallerThread = true
+        defer {
+            database.runsOnCallerThread = false
+            let checkpointIsDue = database.checkpointIsDue
+            releaseClaim()
+            if checkpointIsDue, push(CheckpointJob()) { deferredCheckpoints.add(1, ordering: .relaxed) }
+        }
+        return try await runCancellably(on: database, body)
+    }
+
+    /// Runs `body` on the calling thread, whose connection `database` is for
+    /// now; cancelling the task interrupts it.
+    private func runCancellably<T>(on database: Database, _ body: (Database) throws -> T) async throws -> T {
+        let access = AccessCancellation()
+        return try await withTaskCancellationHandler {
+            try access.run(on: database, body)
+        } onCancel: {
+            access.cancel()
+        }
+    }
+
     // MARK: - Performing
 
     /// Runs `body` on a connection thread and returns its result.
@@ -183,14 +269,25 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// Called from a task hosted on one of this queue's threads (see
     /// ``ConnectionExecutor``) while no job waits, `body` runs inline on
     /// that thread's connection, without a job round trip.
-    func perform<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    ///
+    /// With `claimingIdleConnection` on a queue that allows claims, when no
+    /// job waits and the worker sleeps, `body` runs on the calling thread
+    /// with the worker's connection (the worker waits meanwhile): no job, no
+    /// wake-up. There it must not wait for locks: `BEGIN` throws
+    /// `LockWaitRefused` instead, and the access is queued for the worker.
+    func perform<T: Sendable>(
+        claimingIdleConnection: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
         if let database = inlineConnection() {
             inlineAccesses.add(1, ordering: .relaxed)
-            let access = AccessCancellation()
-            return try await withTaskCancellationHandler {
-                try access.run(on: database, body)
-            } onCancel: {
-                access.cancel()
+            return try await runCancellably(on: database, body)
+        }
+        if claimingIdleConnection && allowsClaims, let database = claimIdleConnection() {
+            do {
+                return try await runClaimed(on: database, body)
+            } catch is Database.LockWaitRefused {
+                // Another connection holds the lock: wait for it on the connection's thread.
+                lockWaitFallbacks.add(1, ordering: .relaxed)
             }
         }
         let job = BodyJob(body)

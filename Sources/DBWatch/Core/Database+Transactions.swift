@@ -27,7 +27,7 @@ extension Database {
     /// }
     /// ```
     public func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
-        try execute(sql: Database.beginStatement(kind))
+        try begin(kind)
         let result: T
         do {
             result = try owningTransaction(body)
@@ -94,7 +94,7 @@ extension Database {
 
     /// A switch, not a dictionary: every write begins with it, and a
     /// literal costs no hashing.
-    private static func beginStatement(_ kind: TransactionKind) -> String {
+    static func beginStatement(_ kind: TransactionKind) -> String {
         switch kind {
         case .deferred: "BEGIN DEFERRED TRANSACTION"
         case .immediate: "BEGIN IMMEDIATE TRANSACTION"

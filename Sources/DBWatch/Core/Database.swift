@@ -64,6 +64,12 @@ public final class Database {
     /// transaction, so `BEGIN`, `COMMIT` and `ROLLBACK` in SQL are refused.
     var ownsTransaction = false
 
+    /// Set while an access runs on a caller's thread instead of the
+    /// connection's own (see Database+CallerThread.swift).
+    var runsOnCallerThread = false
+    /// A commit on a caller's thread left a WAL checkpoint to run.
+    var checkpointIsDue = false
+
     /// Opens a connection.
     ///
     /// - Parameters:

@@ -32,7 +32,8 @@ final class Gate: Sendable {
         }
     }
 
-    /// Blocks the calling thread (never a cooperative one) until open, at most `seconds`.
+    /// Blocks the calling thread (never a cooperative one: see
+    /// ``DedicatedThreadExecutor``) until open, at most `seconds`.
     @discardableResult
     func blockingWait(seconds: Double = defaultTestTimeout) -> Bool {
         if isOpen { return true }

@@ -1,0 +1,258 @@
+import CSQLite
+import Foundation
+import Testing
+
+@testable import DBWatch
+
+@Suite("Writes on the caller's thread while the writer is idle")
+struct CallerThreadWriteTests {
+    static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+    /// `memory`: an in-memory queue; `file`: a queue on a file; `pool`: a pool.
+    func makeDatabase(_ kind: String, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+        let database: any DatabaseWriter
+        switch kind {
+        case "memory": database = try DatabaseQueue()
+        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"))
+        default: database = try DatabasePool(path: directory.file("pool.sqlite"))
+        }
+        try await database.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
+        return database
+    }
+
+    func writerJobs(of database: any DatabaseWriter) -> JobQueue {
+        (database as? DatabasePool)?.writerJobs ?? (database as! DatabaseQueue).jobs
+    }
+
+    /// The writer's own thread: a `writeWithoutTransaction` job always runs there.
+    func writerThread(of database: any DatabaseWriter) async throws -> pthread_t {
+        try await database.writeWithoutTransaction { _ in pthread_self() }
+    }
+
+    @Test(arguments: ["memory", "pool", "file"])
+    func uncontendedWritesRunOnTheCallersThread(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            let writer = try await writerThread(of: database)
+            let before = jobs.claimedAccessCount
+            let onWritersThread = try await withTimeout {
+                var onWritersThread = 0
+                for value in 0..<100 {
+                    let thread = try await database.write { db in
+                        try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [value])
+                        return pthread_self()
+                    }
+                    if pthread_equal(thread, writer) != 0 { onWritersThread += 1 }
+                }
+                return onWritersThread
+            }
+            #expect(try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 100)
+            if kind == "file" {
+                // A file queue's rollback journal may wait for another process at COMMIT: never claimed.
+                #expect(jobs.claimedAccessCount == before)
+                #expect(onWritersThread == 100)
+            } else {
+                #expect(jobs.claimedAccessCount - before == 100)
+                #expect(onWritersThread == 0)
+            }
+            database.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func turnedOffEveryWriteRunsOnTheWritersThread(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            var configuration = Configuration()
+            configuration.writesOnCallerThread = false
+            let database: any DatabaseWriter =
+                kind == "memory"
+                ? try DatabaseQueue(configuration: configuration)
+                : try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
+            let writer = try await writerThread(of: database)
+            let threads = try await withTimeout {
+                var threads: [pthread_t] = []
+                for _ in 0..<20 { threads.append(try await database.write { _ in pthread_self() }) }
+                return threads
+            }
+            #expect(threads.allSatisfy { pthread_equal($0, writer) != 0 })
+            #expect(writerJobs(of: database).claimedAccessCount == 0)
+            database.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func aWriteWhileTheWriterIsBusyQueuesBehindIt(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            let writer = try await writerThread(of: database)
+            let busy = Gate()
+            let release = Gate()
+            let blocker = Task {
+                try await database.writeWithoutTransaction { db in
+                    busy.open()
+                    #expect(release.blockingWait())
+                    try db.execute(sql: "INSERT INTO t VALUES ('first')")
+                }
+            }
+            await busy.wait()
+            let before = jobs.claimedAccessCount
+            let queued = Task {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES ('second')")
+                    return pthread_self()
+                }
+            }
+            try await waitUntil { jobs.queuedJobCount == 1 }
+            release.open()
+            let thread = try await withTimeout { try await queued.value }
+            try await blocker.value
+            // It waited its turn on the writer's thread, after the job that was running.
+            #expect(pthread_equal(thread, writer) != 0)
+            #expect(jobs.claimedAccessCount == before)
+            let values = try await database.read { db in
+                try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
+            }
+            #expect(values == ["first", "second"])
+            database.close()
+        }
+    }
+
+    @Test func aLockHeldByAnotherConnectionIsWaitedForOnTheWritersThread() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            // A claimed BEGIN that waited for the lock would wait longer than the test does.
+            var configuration = Configuration()
+            configuration.busyTimeout = .seconds(45)
+            let pool = try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
+            let jobs = writerJobs(of: pool)
+            let writer = try await writerThread(of: pool)
+            let other = try Database(path: directory.file("pool.sqlite"), configuration: Configuration())
+            try other.execute(sql: "BEGIN IMMEDIATE")
+            try other.execute(sql: "INSERT INTO t VALUES ('other')")
+            let write = Task {
+                try await pool.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES ('pool')")
+                    return pthread_self()
+                }
+            }
+            // The claimed BEGIN failed at once instead of waiting on the
+            // caller's thread; the write went to the writer's thread, which waits.
+            try await waitUntil(seconds: 15) { jobs.lockWaitFallbackCount == 1 }
+            try other.execute(sql: "COMMIT")
+            let thread = try await withTimeout { try await write.value }
+            #expect(pthread_equal(thread, writer) != 0)
+            let values = try await pool.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
+            }
+            #expect(values == ["other", "pool"])
+            other.close()
+            pool.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func cancellingTheTaskInterruptsAClaimedWrite(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            let before = jobs.claimedAccessCount
+            let started = Gate()
+            // The claimed write runs on the calling thread, busy until
+            // cancelled: a thread of its own, so that the cases running in
+            // parallel cannot take every cooperative thread.
+            let task = Task(executorPreference: DedicatedThreadExecutor()) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES ('rolled back')")
+                    started.open()
+                    return try db.fetchOne(Int.self, sql: CallerThreadWriteTests.endlessQuery)
+                }
+            }
+            try await withTimeout {
+                await started.wait()
+                task.cancel()
+                let result = await task.result
+                #expect(throws: CancellationError.self) { try result.get() }
+            }
+            #expect(jobs.claimedAccessCount - before == 1)
+            // The transaction rolled back, and the connection is usable by the next claim.
+            let count = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            #expect(count == 0)
+            #expect(jobs.claimedAccessCount - before == 2)
+            database.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func closingInsideAClaimedWriteCommitsItThenRefusesMore(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            let before = jobs.claimedAccessCount
+            // Closing waits for the writer's thread, which waits for the
+            // claim to end: it must not wait for the claim's own thread. The
+            // claim runs on a thread of its own, so that a deadlock fails the
+            // test instead of blocking a cooperative thread.
+            let executor = DedicatedThreadExecutor()
+            let value = try await withTimeout {
+                try await Task(executorPreference: executor) {
+                    try await database.write { db in
+                        database.close()
+                        try db.execute(sql: "INSERT INTO t VALUES ('last')")
+                        return 42
+                    }
+                }.value
+            }
+            #expect(value == 42)
+            #expect(jobs.claimedAccessCount - before == 1)
+            await #expect(throws: SQLiteError.self) {
+                try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('refused')") }
+            }
+            if kind == "pool" {
+                let reopened = try DatabasePool(path: directory.file("pool.sqlite"))
+                let values = try await reopened.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
+                #expect(values == ["last"])
+                reopened.close()
+            }
+        }
+    }
+
+    /// Writes `pages` WAL pages' worth of rows, one page per row, in
+    /// transactions of 50 rows, and returns the largest WAL file seen.
+    func writeManyPages(_ pages: Int, to pool: DatabasePool, walPath: String) async throws -> Int {
+        var largestWAL = 0
+        for _ in 0..<(pages / 50) {
+            try await pool.write { db in
+                for _ in 0..<50 { try db.execute(sql: "INSERT INTO t VALUES (zeroblob(4000))") }
+            }
+            let size = (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0
+            largestWAL = max(largestWAL, size)
+        }
+        return largestWAL
+    }
+
+    @Test func checkpointsRunOnTheWritersThreadAndKeepTheWALBounded() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let pool = try await makeDatabase("pool", in: directory) as! DatabasePool
+            let walPath = directory.file("pool.sqlite-wal")
+            let pageSize = try await pool.read { db in try db.fetchOne(Int.self, sql: "PRAGMA page_size") } ?? 4096
+            // 3,000 pages without a checkpoint would make a WAL of 3,000
+            // pages; SQLite's automatic checkpoint restarts it after 1,000.
+            let largestWAL = try await withTimeout {
+                try await writeManyPages(3000, to: pool, walPath: walPath)
+            }
+            #expect(pool.writerJobs.deferredCheckpointCount >= 2)
+            #expect(largestWAL < 1300 * pageSize)
+            // Writes on the writer's own thread checkpoint there, at once.
+            let deferred = pool.writerJobs.deferredCheckpointCount
+            let largestHostedWAL = try await withTimeout {
+                try await withTaskExecutorPreference(pool.writerExecutor) {
+                    try await writeManyPages(3000, to: pool, walPath: walPath)
+                }
+            }
+            #expect(pool.writerJobs.deferredCheckpointCount == deferred)
+            #expect(largestHostedWAL < 1300 * pageSize)
+            pool.close()
+        }
+    }
+}
