@@ -220,6 +220,29 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// Ctrl-C while the command waits for another connection's lock (5 s
+    /// by default, when opening and again when reading) stops it: the wait
+    /// is cancelled (the library's lock-wait tests show it ends at once).
+    @Test(arguments: ["watch", "explain", "migrate"])
+    func aSignalStopsTheWaitForALock(command: String) async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
+                let arguments =
+                    command == "migrate"
+                    ? ["migrate", path, "--dir", migrations] : [command, path, "SELECT count(*) FROM existing"]
+                let run = try DBWatchRun.start(arguments)
+                defer { run.kill() }
+                _ = try await run.wait(forError: "waiting for another connection's lock")
+                run.interrupt()
+                return try await run.waitForExit(timeout: 20)
+            }
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stderr.contains("(Ctrl-C to stop)\n"), "\(snapshot)")
+            #expect(snapshot.stderr.contains("interrupted"), "\(snapshot)")
+        }
+    }
+
     /// Runs `body` while another connection holds `path` (a database in
     /// rollback-journal mode holding the table `existing`) locked with
     /// `begin`, in a transaction that rolls back afterwards.

@@ -17,6 +17,11 @@ public struct Configuration: Sendable {
     /// How long a statement waits for another connection's lock before
     /// failing with ``ResultCode/busy``. Default 5 seconds; longer than
     /// `Int32.max` milliseconds (about 24 days) counts as that, negative as 0.
+    ///
+    /// Cancelling the task ends the wait at once: the access throws
+    /// `CancellationError`, and opening a queue or pool throws
+    /// ``ResultCode/busy``. DBWatch waits with its own busy handler, so
+    /// `PRAGMA busy_timeout` reads 0; setting it replaces that handler.
     public var busyTimeout: Duration = .seconds(5)
 
     /// Enforces foreign keys (`PRAGMA foreign_keys = ON`). Default `true`.
@@ -60,6 +65,16 @@ public struct Configuration: Sendable {
 
     /// The default configuration: `Configuration()`.
     public init() {}
+
+    /// Called when a connection starts waiting for another connection's
+    /// lock (see ``busyTimeout``), on the thread that waits: to tell a user
+    /// why nothing happens yet, or to count lock contention. Keep it short;
+    /// it must not use the database. Default `nil`.
+    ///
+    /// ```swift
+    /// configuration.lockWaitWillStart = { logger.notice("waiting for another process's lock") }
+    /// ```
+    public var lockWaitWillStart: (@Sendable () -> Void)?
 
     var busyTimeoutMilliseconds: Int32 {
         // Clamped before multiplying: `.seconds(.max)` means "as long as SQLite allows".

@@ -26,9 +26,8 @@ extension Database {
     }
 
     private func beginWithoutWaiting(_ kind: TransactionKind) throws {
-        let handle = try openHandle()
-        sqlite3_busy_timeout(handle, 0)
-        defer { sqlite3_busy_timeout(handle, configuration.busyTimeoutMilliseconds) }
+        waitsForLocks = false
+        defer { waitsForLocks = true }
         do {
             try execute(sql: Database.beginStatement(kind))
         } catch ResultCode.busy {

@@ -353,7 +353,8 @@ final class AccessCancellation: Sendable {
         do {
             return try body(database)
         } catch {
-            if ResultCode.interrupt ~= error && isCancelled { throw CancellationError() }
+            // A cancelled access ends its statement, or its wait for a lock.
+            if (ResultCode.interrupt ~= error || ResultCode.busy ~= error) && isCancelled { throw CancellationError() }
             throw error
         }
     }

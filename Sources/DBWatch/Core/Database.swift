@@ -69,6 +69,11 @@ public final class Database {
     var runsOnCallerThread = false
     /// A commit on a caller's thread left a WAL checkpoint to run.
     var checkpointIsDue = false
+    /// Cleared while another connection's lock must fail at once instead of
+    /// being waited for (see Database+LockWaits.swift).
+    var waitsForLocks = true
+    /// When the current wait for another connection's lock began.
+    var lockWaitStart: ContinuousClock.Instant?
 
     /// Opens a connection.
     ///
@@ -100,7 +105,7 @@ public final class Database {
         }
         self.handle = handle
         sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, configuration.busyTimeoutMilliseconds)
+        installLockWaitHandler()
         installAuthorizer()
         do {
             // Reads the header now, so that a file that is not a database

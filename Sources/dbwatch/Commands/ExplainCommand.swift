@@ -43,12 +43,7 @@ struct ExplainCommand: AsyncParsableCommand {
 
     func run() async throws {
         let interrupt = InterruptSignal()
-        let pool: DatabasePool
-        do {
-            pool = try DatabasePool.openForWatching(database, pollInterval: nil)
-        } catch {
-            throw ErrorReport.exit(for: error, readOnlyCommand: true)
-        }
+        let pool = try await DatabasePool.openForWatching(database, pollInterval: nil, interrupt: interrupt)
         defer { pool.close() }
         let query = WatchedQuery(
             sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))

@@ -77,7 +77,7 @@ struct MigrateCommand: AsyncParsableCommand {
             return
         }
         try DatabaseFile.checkNotDirectory(database)
-        let queue = try DatabaseQueue(path: database, configuration: MigrateCommand.databaseConfiguration())
+        let queue = try DatabaseQueue(path: database, configuration: databaseConfiguration())
         defer { queue.close() }
         try await migrate(queue, migrator: migrator)
     }
@@ -87,14 +87,15 @@ struct MigrateCommand: AsyncParsableCommand {
     private func openWithoutWriting() throws -> (DatabaseQueue, exists: Bool) {
         guard FileManager.default.fileExists(atPath: database) else { return (try DatabaseQueue(), false) }
         try DatabaseFile.checkExists(database)
-        var configuration = MigrateCommand.databaseConfiguration()
+        var configuration = databaseConfiguration()
         configuration.readOnly = true
         return (try DatabaseQueue(path: database, configuration: configuration), true)
     }
 
-    private static func databaseConfiguration() -> Configuration {
+    private func databaseConfiguration() -> Configuration {
         var configuration = Configuration()
         configuration.allowsURIFilenames = false
+        configuration.lockWaitWillStart = LockWaitNotice(path: database).handler
         return configuration
     }
 

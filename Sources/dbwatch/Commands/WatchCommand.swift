@@ -97,12 +97,8 @@ struct WatchCommand: AsyncParsableCommand {
         let color = self.color
         printer.terminal = { Terminal.standardOutput(color: color) }
 
-        let pool: DatabasePool
-        do {
-            pool = try DatabasePool.openForWatching(database, pollInterval: .seconds(interval), readers: sql.count)
-        } catch {
-            throw ErrorReport.exit(for: error, readOnlyCommand: true)
-        }
+        let pool = try await DatabasePool.openForWatching(
+            database, pollInterval: .seconds(interval), readers: sql.count, interrupt: interrupt)
         defer { pool.close() }
         let queries = sql.map {
             WatchedQuery(sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
@@ -121,6 +117,29 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 extension DatabasePool {
+    /// Opens `path` for `watch` or `explain` (see
+    /// ``openForWatching(_:pollInterval:readers:)``), reporting a failure as
+    /// the command's exit. A signal while another connection's lock keeps
+    /// it waiting ends the wait: the command exits 130.
+    ///
+    /// ```swift
+    /// let pool = try await DatabasePool.openForWatching(path, pollInterval: nil, interrupt: interrupt)
+    /// ```
+    static func openForWatching(
+        _ path: String, pollInterval: Duration?, readers: Int = 1, interrupt: InterruptSignal
+    ) async throws -> DatabasePool {
+        do {
+            return try await interrupt.cancellingOnSignal {
+                try openForWatching(path, pollInterval: pollInterval, readers: readers)
+            }
+        } catch is Interrupted {
+            Output.standardError("dbwatch: interrupted while opening \(path)\n")
+            throw ExitStatus.interrupted.exitCode
+        } catch {
+            throw ErrorReport.exit(for: error, readOnlyCommand: true)
+        }
+    }
+
     /// Opens `path` the way `watch` and `explain` need it: read-only (a
     /// missing file is an error that creates nothing), `file:` paths kept
     /// plain, and other processes' commits detected when `pollInterval` is
@@ -143,6 +162,9 @@ extension DatabasePool {
             configuration.externalChangeDetection = ExternalChangeDetection(
                 pollInterval: pollInterval, usesFileNotifications: DatabaseFile.isInWALMode(path))
         }
+        let notice = LockWaitNotice(path: path)
+        configuration.lockWaitWillStart = notice.handler
+        defer { notice.stop() }
         return try DatabasePool(path: path, configuration: configuration)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +11,10 @@ import Dispatch
 /// before it can restore the terminal or close the database.
 ///
 /// Create it before printing anything, so that a signal is never lost nor
-/// fatal; await it in a task of its own:
+/// fatal; await it in a task of its own. Once a signal arrived, every
+/// `wait()`, earlier or later, returns it: a command interrupted while it
+/// opens the database stops there, and one that finished opening anyway
+/// stops as soon as it waits again.
 ///
 /// ```swift
 /// let interrupt = InterruptSignal()
@@ -18,40 +22,74 @@ import Dispatch
 ///     if await interrupt.wait() != nil { stop() }   // nil: cancelled
 /// }
 /// ```
-final class InterruptSignal: @unchecked Sendable {  // the sources are set in init and only cancelled later
-    private let sources: [any DispatchSourceSignal]
-    private let stream: AsyncStream<Int32>
-    private let continuation: AsyncStream<Int32>.Continuation
+final class InterruptSignal: Sendable {
+    private struct State {
+        var received: Int32?
+        var waiters: [Int: CheckedContinuation<Int32?, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    /// The state, shared with the sources' handlers.
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+
+    /// The sources are set in init and only cancelled in deinit.
+    private nonisolated(unsafe) let sources: [any DispatchSourceSignal]
+    private let shared = Shared()
 
     /// Turns off the default action of `SIGINT`, `SIGTERM` and `SIGHUP`
     /// for the rest of the process and starts listening for them.
     init() {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        self.stream = stream
-        self.continuation = continuation
+        let shared = self.shared
+        let registered = DispatchGroup()
         sources = [SIGINT, SIGTERM, SIGHUP].map { signalNumber in
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { continuation.yield(signalNumber) }
+            source.setEventHandler { InterruptSignal.deliver(signalNumber, to: shared) }
+            registered.enter()
+            source.setRegistrationHandler { registered.leave() }
             source.resume()
             return source
         }
+        // Dispatch installs its signal handler later, on its own thread;
+        // until then a signal finds SIG_IGN and is lost.
+        _ = registered.wait(timeout: .now() + 5)
     }
 
     deinit {
         for source in sources { source.cancel() }
-        continuation.finish()
     }
 
-    /// Returns the first signal received, or `nil` when the calling task is
-    /// cancelled first. Call it from one task only.
+    private static func deliver(_ signalNumber: Int32, to shared: Shared) {
+        let waiters = shared.state.withLock { state in
+            if state.received == nil { state.received = signalNumber }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: signalNumber) }
+    }
+
+    /// Returns the first signal received (at once if one already was), or
+    /// `nil` when the calling task is cancelled first.
     func wait() async -> Int32? {
-        let continuation = self.continuation
+        let id = shared.state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
         return await withTaskCancellationHandler {
-            var iterator = stream.makeAsyncIterator()
-            return await iterator.next()
+            await withCheckedContinuation { continuation in
+                let now: Int32?? = shared.state.withLock { state in
+                    if let received = state.received { return .some(received) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
         } onCancel: {
-            continuation.finish()
+            let waiter = shared.state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: nil)
         }
     }
 }

@@ -181,6 +181,11 @@ final class DBWatchRun: Sendable {
         try await wait(for: "output containing \(text)", timeout: timeout) { $0.stdout.contains(text) }
     }
 
+    /// Waits until standard error contains `text`.
+    func wait(forError text: String, timeout: Double = 60) async throws -> Snapshot {
+        try await wait(for: "standard error containing \(text)", timeout: timeout) { $0.stderr.contains(text) }
+    }
+
     /// Waits until standard output holds `count` complete lines.
     func wait(forLines count: Int, timeout: Double = 60) async throws -> Snapshot {
         try await wait(for: "\(count) lines", timeout: timeout) { snapshot in

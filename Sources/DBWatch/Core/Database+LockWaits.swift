@@ -1,0 +1,55 @@
+import CSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How a connection waits for another connection's lock: like SQLite's
+/// busy timeout (``Configuration/busyTimeout``), but the wait ends as soon
+/// as the access is cancelled (then it throws `CancellationError`), or the
+/// task that opens the connection is (then opening throws
+/// ``ResultCode/busy``), and a connection lent to a caller's thread does
+/// not wait at all (see Database+CallerThread.swift).
+extension Database {
+    /// The sleeps between attempts, growing like SQLite's own, and short
+    /// enough that a cancellation ends a wait within 25 ms.
+    static let lockWaitSteps: [Duration] = [1, 2, 5, 10, 15, 20, 25].map { .milliseconds($0) }
+
+    func installLockWaitHandler() {
+        guard let handle else { return }
+        sqlite3_busy_handler(handle, busyHandler, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Whether to try the lock again after the `attempt`-th failure (0 for
+    /// the first), having slept meanwhile.
+    fileprivate func retriesLock(afterAttempt attempt: Int32) -> Bool {
+        guard waitsForLocks, !waitIsCancelled else { return false }
+        let clock = ContinuousClock()
+        let now = clock.now
+        if attempt == 0 {
+            lockWaitStart = now
+            configuration.lockWaitWillStart?()
+        }
+        let limit = Duration.milliseconds(configuration.busyTimeoutMilliseconds)
+        let remaining = limit - (now - (lockWaitStart ?? now))
+        guard remaining > .zero else { return false }
+        let step = Database.lockWaitSteps[min(Int(attempt), Database.lockWaitSteps.count - 1)]
+        let (seconds, attoseconds) = min(step, remaining).components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var left = timespec()
+        while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
+        return !waitIsCancelled
+    }
+
+    /// The access is cancelled; outside an access (while opening), the task
+    /// running on this thread is.
+    private var waitIsCancelled: Bool {
+        if let cancellation { return cancellation.isSet }
+        return withUnsafeCurrentTask { $0?.isCancelled ?? false }
+    }
+}
+
+private func busyHandler(_ context: UnsafeMutableRawPointer?, _ attempt: Int32) -> Int32 {
+    guard let context else { return 0 }
+    return Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().retriesLock(afterAttempt: attempt) ? 1 : 0
+}

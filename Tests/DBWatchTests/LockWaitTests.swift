@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+@testable import DBWatch
+
+@Suite("Waiting for another connection's lock")
+struct LockWaitTests {
+    /// A queue on `path` that opens while the file is unlocked (opening reads
+    /// the header) and reports when one of its accesses starts waiting.
+    func makeQueue(path: String, busyTimeout: Duration, waiting: Gate) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyTimeout = busyTimeout
+        configuration.lockWaitWillStart = { waiting.open() }
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
+    @Test func aWriteWaitsForTheLockThenSucceeds() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let waiting = Gate()
+            let queue = try makeQueue(path: path, busyTimeout: .seconds(60), waiting: waiting)
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "BEGIN IMMEDIATE")
+            try holder.execute(sql: "INSERT INTO t VALUES ('holder')")
+            let write = Task { try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES ('queue')") } }
+            try await withTimeout { await waiting.wait() }
+            try holder.execute(sql: "COMMIT")
+            try await withTimeout { try await write.value }
+            let values = try await queue.read { db in
+                try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
+            }
+            #expect(values == ["holder", "queue"])
+            holder.close()
+            queue.close()
+        }
+    }
+
+    @Test func theWaitEndsAtTheBusyTimeoutWithBusy() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let waiting = Gate()
+            let queue = try makeQueue(path: path, busyTimeout: .milliseconds(100), waiting: waiting)
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            _ = try await withTimeout {
+                await #expect {
+                    try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
+                } throws: { error in
+                    ResultCode.busy ~= error
+                }
+            }
+            #expect(waiting.isOpen)
+            holder.close()
+            queue.close()
+        }
+    }
+
+    @Test(arguments: ["read", "write"])
+    func cancellingEndsTheWaitAtOnce(access: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let waiting = Gate()
+            // Far longer than the test may take: only the cancellation can end the wait.
+            let queue = try makeQueue(path: path, busyTimeout: .seconds(3600), waiting: waiting)
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let task = Task {
+                if access == "read" {
+                    _ = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
+                } else {
+                    try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES ('cancelled')") }
+                }
+            }
+            try await withTimeout(seconds: 30) {
+                await waiting.wait()
+                task.cancel()
+                let result = await task.result
+                #expect(throws: CancellationError.self) { try result.get() }
+            }
+            // Once the lock is free, the connection works, and nothing was written.
+            try holder.execute(sql: "COMMIT")
+            let count = try await queue.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            #expect(count == 0)
+            holder.close()
+            queue.close()
+        }
+    }
+}
+
+extension LockWaitTests {
+    @Test func cancellingATaskThatOpensEndsItsWait() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "CREATE TABLE t (v TEXT)")
+            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let waiting = Gate()
+            var configuration = Configuration()
+            configuration.busyTimeout = .seconds(3600)
+            configuration.lockWaitWillStart = { waiting.open() }
+            // Opening reads the file's header, which waits for the lock.
+            let open = Task { [configuration] in try DatabaseQueue(path: path, configuration: configuration) }
+            try await withTimeout(seconds: 30) {
+                await waiting.wait()
+                open.cancel()
+                let result = await open.result
+                #expect { try result.get() } throws: { error in ResultCode.busy ~= error }
+            }
+            holder.close()
+        }
+    }
+}
