@@ -41,4 +41,85 @@ extension CallerThreadWriteTests {
             }
         }
     }
+
+    /// Settings after which a commit can wait for a lock or sync to disk:
+    /// a write must then run on the writer's thread, not claim it.
+    static let settingsThatMakeCommitsWait = [
+        "PRAGMA journal_mode = DELETE",  // COMMIT waits for readers' locks, syncs the journal
+        "PRAGMA synchronous = FULL",  // every WAL commit syncs
+        "PRAGMA wal_autocheckpoint = 1",  // SQLite's own hook checkpoints at COMMIT, on the caller's thread
+        "PRAGMA main.journal_mode = TRUNCATE",
+    ]
+
+    @Test(arguments: settingsThatMakeCommitsWait)
+    func aPoolWhoseSettingMakesCommitsWaitIsNotClaimed(setting: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let pool = try await makeDatabase("pool", in: directory)
+            let writer = try await writerThread(of: pool)
+            try await pool.writeWithoutTransaction { db in try db.execute(sql: setting) }
+            let thread = try await withTimeout {
+                try await pool.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES (zeroblob(10000))")
+                    return pthread_self()
+                }
+            }
+            #expect(pthread_equal(thread, writer) != 0)
+            pool.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func aCommitToAnAttachedFileNeverWaitsForItsLockOnTheCallersThread(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            // An attached file has a rollback journal: its COMMIT waits for
+            // other connections' read locks, with the busy timeout.
+            var configuration = Configuration()
+            configuration.busyTimeout = .seconds(45)
+            let database: any DatabaseWriter =
+                kind == "memory"
+                ? try DatabaseQueue(configuration: configuration)
+                : try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
+            let writer = try await writerThread(of: database)
+            let auxPath = directory.file("aux.sqlite")
+            try await database.writeWithoutTransaction { db in
+                try db.execute(sql: "ATTACH DATABASE ? AS aux", arguments: [auxPath])
+                try db.execute(sql: "CREATE TABLE aux.t (v BLOB)")
+            }
+            let reader = try Database(path: auxPath, configuration: Configuration())
+            try reader.execute(sql: "BEGIN")
+            _ = try reader.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
+            let bodyThread = Locked<pthread_t?>(nil)
+            // On the test's own thread, since it may block it.
+            let write = Task(executorPreference: DedicatedThreadExecutor()) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO aux.t VALUES ('written')")
+                    bodyThread.withLock { $0 = pthread_self() }
+                }
+            }
+            try await waitUntil { bodyThread.withLock { $0 != nil } }
+            // The COMMIT now waits for the reader's lock: on the writer's thread.
+            let thread = bodyThread.withLock { $0 }!
+            #expect(pthread_equal(thread, writer) != 0)
+            try reader.execute(sql: "COMMIT")
+            try await withTimeout { try await write.value }
+            reader.close()
+            database.close()
+        }
+    }
+
+    @Test(arguments: ["memory", "pool"])
+    func aBusyTimeoutSetByTheUserIsKept(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            try await database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA busy_timeout = 12345") }
+            try await withTimeout {
+                try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+            }
+            let timeout = try await database.writeWithoutTransaction { db in
+                try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout")
+            }
+            #expect(timeout == 12345)
+            database.close()
+        }
+    }
 }
