@@ -122,4 +122,23 @@ extension CallerThreadWriteTests {
             database.close()
         }
     }
+
+    @Test(arguments: ["memory", "pool"])
+    func readingASettingKeepsClaims(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            try await database.writeWithoutTransaction { db in
+                _ = try db.fetchOne(String.self, sql: "PRAGMA journal_mode")
+                _ = try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout")
+                try db.execute(sql: "PRAGMA foreign_keys = ON")
+            }
+            let before = jobs.claimedAccessCount
+            try await withTimeout {
+                try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+            }
+            #expect(jobs.claimedAccessCount - before == 1)
+            database.close()
+        }
+    }
 }

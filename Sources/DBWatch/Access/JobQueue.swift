@@ -213,7 +213,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// thread, when no job waits and no claim is running; `nil` otherwise.
     private func claimIdleConnection() -> Database? {
         locked {
-            guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase else {
+            guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase,
+                offeredDatabase.commitsNeverWait
+            else {
                 return nil
             }
             isClaimed = true

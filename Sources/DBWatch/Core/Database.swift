@@ -69,6 +69,10 @@ public final class Database {
     var runsOnCallerThread = false
     /// A commit on a caller's thread left a WAL checkpoint to run.
     var checkpointIsDue = false
+    /// Whether the connection's commits still wait for nothing, so that a
+    /// caller's thread may run its writes: cleared for good by a statement
+    /// that changes that (see ``noteSettingThatMayWait(_:_:_:)``).
+    var commitsNeverWait = true
 
     /// Opens a connection.
     ///
