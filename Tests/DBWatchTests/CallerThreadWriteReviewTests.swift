@@ -141,4 +141,52 @@ extension CallerThreadWriteTests {
             database.close()
         }
     }
+
+    @Test(arguments: ["memory", "pool"])
+    func claimedQueuedAndHostedWritesAllLandAndTheObservationSeesTheLast(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            let before = jobs.claimedAccessCount
+            let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
+            try await recorder.wait { $0.last?.value == 0 }
+            try await withTimeout {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<4 {
+                        group.addTask {
+                            for value in 0..<50 {
+                                try await database.write { db in
+                                    try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [writer * 100 + value])
+                                }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        try await withTaskExecutorPreference(database.writerExecutor) {
+                            for value in 0..<50 {
+                                try await database.write { db in
+                                    try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [1000 + value])
+                                }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        for _ in 0..<50 {
+                            try await database.writeWithoutTransaction { db in
+                                try db.execute(sql: "INSERT INTO t VALUES ('job')")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            try await recorder.wait { $0.last?.value == 300 }
+            // The counts never go down: no refetch saw an older state after a newer one.
+            let counts = recorder.values.compactMap(\.value)
+            #expect(counts == counts.sorted())
+            #expect(jobs.claimedAccessCount > before)
+            observing.cancel()
+            database.close()
+        }
+    }
 }
