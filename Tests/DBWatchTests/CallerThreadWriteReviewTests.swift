@@ -189,4 +189,39 @@ extension CallerThreadWriteTests {
             database.close()
         }
     }
+
+    @Test(arguments: ["memory", "pool"])
+    func aCommitThatFailsOnTheCallersThreadRollsBackAndLeavesTheConnectionUsable(kind: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let database = try await makeDatabase(kind, in: directory)
+            let jobs = writerJobs(of: database)
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+                try db.execute(
+                    sql: "CREATE TABLE child (parentId INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+            }
+            let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
+            try await recorder.wait { $0.last?.value == 0 }
+            let before = jobs.claimedAccessCount
+            // COMMIT itself fails: the deferred foreign key has no parent.
+            await #expect(throws: SQLiteError.self) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES ('rolled back')")
+                    try db.execute(sql: "INSERT INTO child VALUES (42)")
+                }
+            }
+            // An in-memory queue may still be finishing the observation's
+            // fetch: a claim there is not certain.
+            if kind == "pool" { #expect(jobs.claimedAccessCount - before == 1) }
+            try await withTimeout {
+                try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('kept')") }
+            }
+            let values = try await database.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
+            #expect(values == ["kept"])
+            try await recorder.wait { $0.last?.value == 1 }
+            #expect(!recorder.values.contains { $0.value == 2 })
+            observing.cancel()
+            database.close()
+        }
+    }
 }
