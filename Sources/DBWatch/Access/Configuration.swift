@@ -43,7 +43,10 @@ public struct Configuration: Sendable {
     /// The caller's thread never waits for a lock or a disk sync there: a
     /// write lock held by another connection sends the write to the
     /// writer's thread, which waits, and WAL checkpoints run on the
-    /// writer's thread. What does run there is the closure and SQLite's work
+    /// writer's thread. A writer on which a `PRAGMA` set `journal_mode`,
+    /// `synchronous`, `wal_autocheckpoint`, `busy_timeout` or
+    /// `locking_mode`, or an `ATTACH` ran, runs every later write on its
+    /// own thread. What does run there is the closure and SQLite's work
     /// for it, so turn this off if single writes are long (a large import in
     /// one transaction) and must not hold a cooperative thread meanwhile.
     ///

@@ -42,6 +42,31 @@ extension Database {
     func installCheckpointHook() throws {
         let handle = try openHandle()
         sqlite3_wal_hook(handle, walHook, Unmanaged.passUnretained(self).toOpaque())
+        // The pool's own `journal_mode = WAL` and `synchronous = NORMAL` are what claims rely on.
+        commitsNeverWait = true
+    }
+
+    /// Called by the authorizer for `PRAGMA` and `ATTACH`: a statement after
+    /// which a `COMMIT` may wait for a lock or a disk sync, or that a claimed
+    /// `BEGIN` would undo, stops claims of this connection for good. An
+    /// attached file has a journal and locks of its own; `journal_mode` and
+    /// `synchronous` change what a commit syncs and waits for;
+    /// `wal_autocheckpoint` replaces the hook that defers checkpoints with
+    /// SQLite's, which checkpoints at `COMMIT`; `busy_timeout` replaces the
+    /// busy handler that lets a claimed `BEGIN` fail at once instead of
+    /// waiting (Database+LockWaits.swift); `locking_mode` changes which locks a
+    /// commit takes. Reading a setting (no value) changes nothing.
+    func noteSettingThatMayWait(_ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?) {
+        guard commitsNeverWait else { return }
+        if action == SQLITE_ATTACH {
+            commitsNeverWait = false
+            return
+        }
+        guard let first, second != nil else { return }
+        for pragma in ["journal_mode", "synchronous", "wal_autocheckpoint", "busy_timeout", "locking_mode"]
+        where sqlite3_stricmp(first, pragma) == 0 {
+            commitsNeverWait = false
+        }
     }
 
     /// A passive checkpoint (it never waits for readers), if a commit on a

@@ -51,7 +51,8 @@ public final class DatabasePool: DatabaseWriter {
         self.configuration = configuration
         // WAL: once `BEGIN IMMEDIATE` holds the write lock, a write waits for
         // nothing, so the caller's thread may run it (see JobQueue.perform).
-        writerJobs = JobQueue(allowsClaims: configuration.writesOnCallerThread)
+        // A read-only pool's writes fail: they need no claim.
+        writerJobs = JobQueue(allowsClaims: configuration.writesOnCallerThread && !configuration.readOnly)
         writerTaskExecutor = ConnectionExecutor(queue: writerJobs)
         let writer = try Database(path: path, configuration: configuration)
         let center = ObservationCenter(fetchQueue: readerJobs, logger: configuration.logger)

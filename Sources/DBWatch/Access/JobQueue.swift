@@ -213,7 +213,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// thread, when no job waits and no claim is running; `nil` otherwise.
     private func claimIdleConnection() -> Database? {
         locked {
-            guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase else {
+            guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase,
+                offeredDatabase.commitsNeverWait
+            else {
                 return nil
             }
             isClaimed = true
@@ -223,13 +225,17 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     }
 
     /// Ends a claim, and wakes the worker if jobs arrived meanwhile or the queue closed.
+    ///
+    /// A broadcast, not a signal: a `close()` may be waiting on the same
+    /// condition for the worker to exit, and a signal could wake it
+    /// instead of the worker, which would then sleep forever.
     private func releaseClaim() {
         let wake = locked {
             isClaimed = false
             claimingThread = nil
             return sleepingWorkers > 0 && (head != jobs.count || isClosed)
         }
-        if wake { pthread_cond_signal(condition) }
+        if wake { pthread_cond_broadcast(condition) }
     }
 
     /// Runs `body` on the calling thread with the claimed `database`, then

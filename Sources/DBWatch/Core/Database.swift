@@ -74,6 +74,10 @@ public final class Database {
     var waitsForLocks = true
     /// When the current wait for another connection's lock began.
     var lockWaitStart: ContinuousClock.Instant?
+    /// Whether the connection's commits still wait for nothing, so that a
+    /// caller's thread may run its writes: cleared for good by a statement
+    /// that changes that (see ``noteSettingThatMayWait(_:_:_:)``).
+    var commitsNeverWait = true
 
     /// Opens a connection.
     ///

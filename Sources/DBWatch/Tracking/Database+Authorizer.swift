@@ -22,6 +22,7 @@ extension Database {
             lastRefusal = refusal
             return SQLITE_DENY
         }
+        if action == SQLITE_PRAGMA || action == SQLITE_ATTACH { noteSettingThatMayWait(action, first, second) }
         if action == SQLITE_DROP_TABLE || action == SQLITE_DROP_TEMP_TABLE || action == SQLITE_DROP_VTABLE {
             // `DROP TABLE t` asks for SQLITE_DELETE on `t` next: answering
             // SQLITE_IGNORE there would silently skip the drop.
