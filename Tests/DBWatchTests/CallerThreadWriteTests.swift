@@ -17,6 +17,7 @@ struct CallerThreadWriteTests {
         default: database = try DatabasePool(path: directory.file("pool.sqlite"))
         }
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
+        if kind != "file" { try await waitUntilIdle(database) }
         return database
     }
 
@@ -24,9 +25,20 @@ struct CallerThreadWriteTests {
         (database as? DatabasePool)?.writerJobs ?? (database as! DatabaseQueue).jobs
     }
 
-    /// The writer's own thread: a `writeWithoutTransaction` job always runs there.
+    /// The writer's own thread: a `writeWithoutTransaction` job always runs
+    /// there. Returns once the writer is idle again, so that the next write
+    /// may claim its connection.
     func writerThread(of database: any DatabaseWriter) async throws -> pthread_t {
-        try await database.writeWithoutTransaction { _ in pthread_self() }
+        let thread = try await database.writeWithoutTransaction { _ in pthread_self() }
+        try await waitUntilIdle(database)
+        return thread
+    }
+
+    /// Waits until the writer sleeps with nothing queued: right after a job
+    /// it may still be on its way back to sleep, and a write then queues.
+    func waitUntilIdle(_ database: any DatabaseWriter) async throws {
+        let jobs = writerJobs(of: database)
+        try await waitUntil { jobs.workerIsIdle }
     }
 
     @Test(arguments: ["memory", "pool", "file"])

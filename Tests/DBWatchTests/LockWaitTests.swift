@@ -101,8 +101,11 @@ extension LockWaitTests {
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(3600)
             configuration.lockWaitWillStart = { waiting.open() }
-            // Opening reads the file's header, which waits for the lock.
-            let open = Task { [configuration] in try DatabaseQueue(path: path, configuration: configuration) }
+            // Opening reads the file's header, which waits for the lock: on a
+            // thread of its own, not a cooperative one.
+            let open = Task(executorPreference: DedicatedThreadExecutor()) { [configuration] in
+                try DatabaseQueue(path: path, configuration: configuration)
+            }
             try await withTimeout(seconds: 30) {
                 await waiting.wait()
                 open.cancel()

@@ -71,15 +71,10 @@ struct SafetyEndToEndTests {
     @Test func aRunawayQueryIsStopped() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)
-            let clock = ContinuousClock()
-            let start = clock.now
             let snapshot = try await DBWatchRun.run([
                 "watch", path, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
                 "--once", "--time-limit", "0.5",
             ])
-            // Far below the run's own timeout, yet far above 0.5 s: a TSan
-            // binary starting next to the rest of the suite took 16.5 s here.
-            #expect(clock.now - start < .seconds(40))
             #expect(snapshot.exitStatus == 68, "\(snapshot)")
             #expect(
                 snapshot.stderr.contains("ran longer than the time limit (0.5 seconds) and was stopped"), "\(snapshot)")

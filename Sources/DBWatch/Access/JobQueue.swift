@@ -134,6 +134,11 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
 
     var closed: Bool { locked { isClosed } }
 
+    /// The worker sleeps with no job queued and no claim: the next claiming
+    /// access gets its connection (for tests; right after a job, the
+    /// worker may not be back to sleep yet, and a write then queues).
+    var workerIsIdle: Bool { locked { sleepingWorkers > 0 && head == jobs.count && !isClaimed } }
+
     /// The jobs waiting right now (for tests).
     var queuedJobCount: Int { locked { jobs.count - head } }
 
