@@ -5,23 +5,29 @@ import Testing
 
 @Suite("Waiting for another connection's lock")
 struct LockWaitTests {
-    /// A queue on `path` that opens while the file is unlocked (opening reads
-    /// the header) and reports when one of its accesses starts waiting.
-    func makeQueue(path: String, busyTimeout: Duration, waiting: Gate) throws -> DatabaseQueue {
+    /// A queue on a file with the table `t`, which reports when one of its
+    /// accesses starts waiting, and a second connection that holds the file
+    /// locked with `lock` (`BEGIN IMMEDIATE` stops writes, `BEGIN
+    /// EXCLUSIVE` reads too).
+    func makeLockedQueue(
+        in directory: TemporaryDirectory, busyTimeout: Duration, waiting: Gate, lock: String
+    ) async throws -> (DatabaseQueue, holder: Database) {
+        let path = directory.file("db.sqlite")
         var configuration = Configuration()
         configuration.busyTimeout = busyTimeout
         configuration.lockWaitWillStart = { waiting.open() }
-        return try DatabaseQueue(path: path, configuration: configuration)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+        let holder = try Database(path: path, configuration: Configuration())
+        try holder.execute(sql: lock)
+        return (queue, holder)
     }
 
     @Test func aWriteWaitsForTheLockThenSucceeds() async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let path = directory.file("db.sqlite")
             let waiting = Gate()
-            let queue = try makeQueue(path: path, busyTimeout: .seconds(60), waiting: waiting)
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
-            let holder = try Database(path: path, configuration: Configuration())
-            try holder.execute(sql: "BEGIN IMMEDIATE")
+            let (queue, holder) = try await makeLockedQueue(
+                in: directory, busyTimeout: .seconds(60), waiting: waiting, lock: "BEGIN IMMEDIATE")
             try holder.execute(sql: "INSERT INTO t VALUES ('holder')")
             let write = Task { try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES ('queue')") } }
             try await withTimeout { await waiting.wait() }
@@ -38,12 +44,9 @@ struct LockWaitTests {
 
     @Test func theWaitEndsAtTheBusyTimeoutWithBusy() async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let path = directory.file("db.sqlite")
             let waiting = Gate()
-            let queue = try makeQueue(path: path, busyTimeout: .milliseconds(100), waiting: waiting)
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
-            let holder = try Database(path: path, configuration: Configuration())
-            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let (queue, holder) = try await makeLockedQueue(
+                in: directory, busyTimeout: .milliseconds(100), waiting: waiting, lock: "BEGIN EXCLUSIVE")
             _ = try await withTimeout {
                 await #expect {
                     try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
@@ -60,13 +63,10 @@ struct LockWaitTests {
     @Test(arguments: ["read", "write"])
     func cancellingEndsTheWaitAtOnce(access: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let path = directory.file("db.sqlite")
             let waiting = Gate()
             // Far longer than the test may take: only the cancellation can end the wait.
-            let queue = try makeQueue(path: path, busyTimeout: .seconds(3600), waiting: waiting)
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
-            let holder = try Database(path: path, configuration: Configuration())
-            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let (queue, holder) = try await makeLockedQueue(
+                in: directory, busyTimeout: .seconds(3600), waiting: waiting, lock: "BEGIN EXCLUSIVE")
             let task = Task {
                 if access == "read" {
                     _ = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
