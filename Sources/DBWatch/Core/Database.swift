@@ -72,8 +72,9 @@ public final class Database {
     /// Cleared while another connection's lock must fail at once instead of
     /// being waited for (see Database+LockWaits.swift).
     var waitsForLocks = true
-    /// When the current wait for another connection's lock began.
-    var lockWaitStart: ContinuousClock.Instant?
+    /// How long the current statement step has slept waiting for another
+    /// connection's lock (see Database+LockWaits.swift).
+    var lockWaited: Duration = .zero
     /// Whether the connection's commits still wait for nothing, so that a
     /// caller's thread may run its writes: cleared for good by a statement
     /// that changes that (see ``noteSettingThatMayWait(_:_:_:)``).
