@@ -43,15 +43,15 @@ struct LockWaitReviewTests {
             try setup.execute(sql: "CREATE TABLE t (v)")
             setup.close()
 
-            let firstWait = Gate()
+            // Holds RESERVED: the statement's first wait, which it ends
+            // itself as soon as the wait starts (a test task could wake up
+            // after the busy timeout on a loaded machine).
+            let writer = UncheckedBox(try Database(path: path, configuration: Configuration()))
+            try writer.value.execute(sql: "BEGIN IMMEDIATE")
             let work = SlowWork(duration: .milliseconds(1500))
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(1)
-            configuration.lockWaitWillStart = { firstWait.open() }
-
-            // Holds RESERVED: the statement's first wait.
-            let writer = try Database(path: path, configuration: Configuration())
-            try writer.execute(sql: "BEGIN IMMEDIATE")
+            configuration.lockWaitWillStart = { try? writer.value.execute(sql: "COMMIT") }
 
             let statement = Task(executorPreference: DedicatedThreadExecutor()) { [configuration] in
                 let db = try Database(path: path, configuration: configuration)
@@ -60,14 +60,13 @@ struct LockWaitReviewTests {
                 let result = Result { try db.execute(sql: "INSERT INTO t SELECT slow_work()") }
                 return (result, ContinuousClock.now)
             }
-            try await withTimeout { await firstWait.wait() }
-            try writer.execute(sql: "COMMIT")
             // The statement has its RESERVED lock and works: a reader now
             // holds SHARED, so the commit (EXCLUSIVE) will have to wait.
             try await withTimeout { await work.started.wait() }
             let reader = try Database(path: path, configuration: Configuration())
             try reader.execute(sql: "BEGIN DEFERRED")
             _ = try reader.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
+            work.proceed.open()
 
             let (result, failedAt) = try await withTimeout { try await statement.value }
             // Nobody releases the reader: the commit fails with busy either
@@ -77,16 +76,63 @@ struct LockWaitReviewTests {
             #expect(waited >= .milliseconds(500), "the commit waited \(waited) for the reader, not ~1 s")
             try reader.execute(sql: "COMMIT")
             reader.close()
-            writer.close()
+            writer.value.close()
+        }
+    }
+}
+
+/// Hands a connection to a `@Sendable` hook that runs while the test
+/// itself does not use it.
+private final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+extension LockWaitReviewTests {
+    /// A pool opens each reader connection on the reader's thread, at its
+    /// first job. That open reads the file's header and may wait for
+    /// another connection's lock (rollback-journal mode; WAL recovery), but
+    /// the wait ran with no access cancellation and no task on that thread:
+    /// cancelling the read did not end it (up to the busy timeout), and the
+    /// read then failed with busy instead of `CancellationError`.
+    @Test func cancellingAReadEndsItsReaderConnectionsOpeningWait() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "CREATE TABLE t (v TEXT)")
+            let waiting = Gate()
+            var configuration = Configuration()
+            configuration.readOnly = true  // keeps the file in rollback-journal mode
+            configuration.busyTimeout = .seconds(3600)
+            configuration.lockWaitWillStart = { waiting.open() }
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let read = Task { try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } }
+            let outcome: Result<Int?, any Error>? = try? await withTimeout(seconds: 20) {
+                await waiting.wait()
+                read.cancel()
+                return await read.result
+            }
+            // Unblocks a reader still waiting, whatever happened.
+            try holder.execute(sql: "COMMIT")
+            #expect(outcome != nil, "cancelling the read did not end its wait for the lock")
+            if let outcome {
+                #expect(throws: CancellationError.self) { try outcome.get() }
+            }
+            // The pool still reads once the lock is free.
+            #expect(try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
+            pool.close()
+            holder.close()
         }
     }
 }
 
 /// A SQL function `slow_work()` that stands for a statement's slow work: it
-/// opens `started`, then takes `duration`.
+/// opens `started`, waits for `proceed`, then takes `duration`.
 private final class SlowWork: Sendable {
     let duration: Duration
     let started = Gate()
+    let proceed = Gate()
     private let end = Locked<ContinuousClock.Instant?>(nil)
 
     init(duration: Duration) {
@@ -101,6 +147,7 @@ private final class SlowWork: Sendable {
             { context, _, _ in
                 let work = Unmanaged<SlowWork>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
                 work.started.open()
+                work.proceed.blockingWait()
                 // Simulated work, not ordering: the statement is busy this long.
                 let (seconds, attoseconds) = work.duration.components
                 Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
