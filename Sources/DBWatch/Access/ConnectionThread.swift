@@ -8,11 +8,13 @@ import Foundation
 enum ConnectionThread {
     /// Starts a thread named `name` (at most 15 bytes: Linux's limit for
     /// thread names) serving `queue`. `open` runs on the new thread at the
-    /// first job (or receives a connection opened by the caller); an open
-    /// failure fails that job, and the next job retries.
+    /// first job (or receives a connection opened by the caller), with that
+    /// job's cancellation flag, so that cancelling the job ends the open's
+    /// wait for a lock; an open failure fails that job (with
+    /// `CancellationError` when cancelling ended it), and the next job retries.
     static func start(
         name: String, queue: JobQueue, connection: UnsafeTransfer<Database>? = nil,
-        open: @escaping @Sendable () throws -> Database
+        open: @escaping @Sendable (CancellationFlag?) throws -> Database
     ) {
         queue.workerWillStart()
         let thread = Thread {
@@ -22,9 +24,11 @@ enum ConnectionThread {
             while let job = queue.pop(offering: database) {
                 if database == nil || database!.isClosed {
                     do {
-                        database = try open()
+                        database = try open(job.cancellation)
                     } catch {
-                        job.fail(with: error)
+                        let endedByCancellation = ResultCode.busy ~= error || ResultCode.interrupt ~= error
+                        let cancelled = job.cancellation?.isSet == true && endedByCancellation
+                        job.fail(with: cancelled ? CancellationError() : error)
                         continue
                     }
                 }

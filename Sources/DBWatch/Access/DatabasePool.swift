@@ -70,11 +70,11 @@ public final class DatabasePool: DatabaseWriter {
         externalChangeMonitor = try ExternalChangeMonitor.make(
             path: path, configuration: configuration, center: center, writerQueue: writerJobs, writer: writer)
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
-            throw SQLiteError.databaseClosed
+            _ in throw SQLiteError.databaseClosed
         }
         for index in 0..<max(1, configuration.maximumReaderCount) {
-            ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) {
-                try Database(path: path, configuration: configuration, readOnly: true)
+            ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) { cancellation in
+                try Database(path: path, configuration: configuration, readOnly: true, cancellation: cancellation)
             }
         }
     }

@@ -60,7 +60,7 @@ public final class DatabaseQueue: DatabaseWriter {
         observationHost = ObservationHost(center: center)
         externalChangeMonitor = try ExternalChangeMonitor.make(
             path: path, configuration: configuration, center: center, writerQueue: jobs, writer: database)
-        ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) {
+        ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) { _ in
             // The connection was opened above; reopening happens only after close, which refuses jobs.
             throw SQLiteError.databaseClosed
         }

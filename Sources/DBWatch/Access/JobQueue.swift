@@ -7,6 +7,13 @@ protocol ConnectionJob: AnyObject, Sendable {
     func run(on database: Database)
     /// The connection could not be opened, or the queue closed before the job ran.
     func fail(with error: any Error)
+    /// Set when the job's access is cancelled: the connection that a worker
+    /// opens for this job (its first) stops waiting for a lock then.
+    var cancellation: CancellationFlag? { get }
+}
+
+extension ConnectionJob {
+    var cancellation: CancellationFlag? { nil }
 }
 
 /// A FIFO of jobs served by one or more threads, each owning a connection.
@@ -334,7 +341,8 @@ final class AccessCancellation: Sendable {
     }
 
     private let state = Locked(State())
-    private let flag = CancellationFlag()
+    /// Set by ``cancel()``; read by the connection's lock waits and steps.
+    let flag = CancellationFlag()
 
     var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
@@ -395,6 +403,8 @@ final class BodyJob<T: Sendable>: ConnectionJob {
     func cancel() {
         access.cancel()
     }
+
+    var cancellation: CancellationFlag? { access.flag }
 
     func run(on database: Database) {
         let waiting = continuation.withLock { $0 != nil }

@@ -22,22 +22,29 @@ extension Database {
 
     /// Whether to try the lock again after the `attempt`-th failure (0 for
     /// the first), having slept meanwhile.
+    ///
+    /// Like SQLite's own busy timeout, the limit applies to the time spent
+    /// sleeping during one `sqlite3_step` (SQLite numbers the attempts across
+    /// all the waits of a step): the work a statement does between two waits
+    /// (its RESERVED lock, then its commit's EXCLUSIVE one) does not count.
     fileprivate func retriesLock(afterAttempt attempt: Int32) -> Bool {
         guard waitsForLocks, !waitIsCancelled else { return false }
-        let clock = ContinuousClock()
-        let now = clock.now
+        let limit = Duration.milliseconds(configuration.busyTimeoutMilliseconds)
+        guard limit > .zero else { return false }
         if attempt == 0 {
-            lockWaitStart = now
+            lockWaited = .zero
             configuration.lockWaitWillStart?()
         }
-        let limit = Duration.milliseconds(configuration.busyTimeoutMilliseconds)
-        let remaining = limit - (now - (lockWaitStart ?? now))
+        let remaining = limit - lockWaited
         guard remaining > .zero else { return false }
         let step = Database.lockWaitSteps[min(Int(attempt), Database.lockWaitSteps.count - 1)]
         let (seconds, attoseconds) = min(step, remaining).components
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         var left = timespec()
+        let clock = ContinuousClock()
+        let start = clock.now
         while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
+        lockWaited += clock.now - start
         return !waitIsCancelled
     }
 

@@ -72,8 +72,9 @@ public final class Database {
     /// Cleared while another connection's lock must fail at once instead of
     /// being waited for (see Database+LockWaits.swift).
     var waitsForLocks = true
-    /// When the current wait for another connection's lock began.
-    var lockWaitStart: ContinuousClock.Instant?
+    /// How long the current statement step has slept waiting for another
+    /// connection's lock (see Database+LockWaits.swift).
+    var lockWaited: Duration = .zero
     /// Whether the connection's commits still wait for nothing, so that a
     /// caller's thread may run its writes: cleared for good by a statement
     /// that changes that (see ``noteSettingThatMayWait(_:_:_:)``).
@@ -86,7 +87,11 @@ public final class Database {
     ///   - configuration: the open options.
     ///   - readOnly: opens read-only even if the configuration does not say so
     ///     (pool readers).
-    init(path: String, configuration: Configuration, readOnly: Bool = false) throws {
+    ///   - cancellation: the cancellation of the access the connection is
+    ///     opened for: setting it ends the open's wait for a lock.
+    init(path: String, configuration: Configuration, readOnly: Bool = false, cancellation: CancellationFlag? = nil)
+        throws
+    {
         self.path = path
         self.configuration = configuration
         let readOnly = readOnly || configuration.readOnly
@@ -111,6 +116,8 @@ public final class Database {
         sqlite3_extended_result_codes(handle, 1)
         installLockWaitHandler()
         installAuthorizer()
+        self.cancellation = cancellation
+        defer { self.cancellation = nil }
         do {
             // Reads the header now, so that a file that is not a database
             // fails here with SQLITE_NOTADB rather than on first use.

@@ -62,14 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
         let interrupt = InterruptSignal()
         FileSizeLimitSignal.reportAsWriteFailure()
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
-        let database: any DatabaseWriter
-        do {
-            database = try openDatabase()
-            try await Migrator(migrations: DemoMigrations.migrations).migrate(database)
-            _ = try await database.write { db in try DemoSimulation.seedIfEmpty(db, seed: seed) }
-        } catch {
-            throw ErrorReport.exit(for: error)
-        }
+        let database = try await prepareDatabase(seed: seed, interrupt: interrupt)
         defer { database.close() }
         let source = db.map { "file " + CellText.sanitized(URL(fileURLWithPath: $0).lastPathComponent) }
         var screen = DemoScreen(source: source ?? "in memory", seed: seed)
@@ -98,14 +91,42 @@ struct DemoCommand: AsyncParsableCommand {
             "Demo stopped after \(writes) write\(writes == 1 ? "" : "s"). Replay it: dbwatch demo --seed \(seed)\n")
     }
 
+    /// Opens, migrates and seeds the database, before the screen starts.
+    /// With `--db`, another connection's lock may make it wait: the command
+    /// says so once, and a signal meanwhile ends the wait (exit 130).
+    private func prepareDatabase(seed: UInt64, interrupt: InterruptSignal) async throws -> any DatabaseWriter {
+        let notice = db.map { LockWaitNotice(path: $0) }
+        defer { notice?.stop() }
+        let command = self
+        do {
+            return try await interrupt.cancellingOnSignal {
+                let database = try command.openDatabase(lockWaitWillStart: notice?.handler)
+                do {
+                    try await Migrator(migrations: DemoMigrations.migrations).migrate(database)
+                    _ = try await database.write { db in try DemoSimulation.seedIfEmpty(db, seed: seed) }
+                } catch {
+                    database.close()
+                    throw error
+                }
+                return database
+            }
+        } catch is Interrupted {
+            Output.standardError("dbwatch: interrupted while opening \(CellText.sanitized(db ?? ":memory:"))\n")
+            throw ExitStatus.interrupted.exitCode
+        } catch {
+            throw ErrorReport.exit(for: error)
+        }
+    }
+
     /// An in-memory queue, or a pool on `--db` that also sees other
     /// processes' commits.
-    private func openDatabase() throws -> any DatabaseWriter {
+    private func openDatabase(lockWaitWillStart: (@Sendable () -> Void)?) throws -> any DatabaseWriter {
         guard let db else { return try DatabaseQueue() }
         try DatabaseFile.checkNotDirectory(db)
         var configuration = Configuration()
         configuration.allowsURIFilenames = false
         configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(1))
+        configuration.lockWaitWillStart = lockWaitWillStart
         return try DatabasePool(path: db, configuration: configuration)
     }
 }

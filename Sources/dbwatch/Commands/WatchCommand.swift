@@ -133,7 +133,7 @@ extension DatabasePool {
                 try openForWatching(path, pollInterval: pollInterval, readers: readers)
             }
         } catch is Interrupted {
-            Output.standardError("dbwatch: interrupted while opening \(path)\n")
+            Output.standardError("dbwatch: interrupted while opening \(CellText.sanitized(path))\n")
             throw ExitStatus.interrupted.exitCode
         } catch {
             throw ErrorReport.exit(for: error, readOnlyCommand: true)

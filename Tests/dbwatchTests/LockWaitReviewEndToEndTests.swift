@@ -1,0 +1,76 @@
+import DBWatch
+import Foundation
+import Testing
+
+/// Review of the CLI's handling of another connection's lock: the notice,
+/// Ctrl-C during the wait, and the exit codes of README's table ("Ctrl-C
+/// during the wait stops it at once (exit 130)").
+@Suite("dbwatch under another connection's lock: review")
+struct LockWaitReviewEndToEndTests {
+    /// `demo --db` opens, migrates and seeds its file before the screen
+    /// starts: under another connection's lock it said nothing, ignored
+    /// Ctrl-C (InterruptSignal had already turned SIGINT off) and exited 75
+    /// after two busy timeouts (10 s).
+    @Test func demoSaysItWaitsAndCtrlCStopsTheWait() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("demo.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
+                let run = try DBWatchRun.start(["demo", "--db", path, "--seed", "1"])
+                defer { run.kill() }
+                _ = try await run.wait(forError: "waiting for another connection's lock", timeout: 20)
+                run.interrupt()
+                return try await run.waitForExit(timeout: 20)
+            }
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stderr.contains("interrupted"), "\(snapshot)")
+            // The screen never started.
+            #expect(!snapshot.stdout.contains("Demo stopped after"), "\(snapshot)")
+        }
+    }
+
+    /// The path in "interrupted while opening" is shown sanitized, like
+    /// everywhere else: a file name with an escape sequence must not reach
+    /// the terminal raw.
+    @Test func theInterruptedMessageSanitizesThePath() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("evil\u{1B}]0;pwned\u{07}.sqlite")
+            let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
+                let run = try DBWatchRun.start(["watch", path, "SELECT count(*) FROM existing"])
+                defer { run.kill() }
+                _ = try await run.wait(forError: "waiting for another connection's lock", timeout: 20)
+                run.interrupt()
+                return try await run.waitForExit(timeout: 20)
+            }
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stderr.contains("interrupted while opening"), "\(snapshot)")
+            #expect(!snapshot.stderr.contains("\u{1B}"), "\(snapshot)")
+        }
+    }
+
+    /// Runs `body` while another connection holds `path` (a database in
+    /// rollback-journal mode holding the table `existing`) locked with
+    /// `begin`, in a transaction that rolls back afterwards.
+    private func withDatabaseLocked<T: Sendable>(
+        _ path: String, by begin: String, _ body: () async throws -> T
+    ) async throws -> T {
+        let holder = try DatabaseQueue(path: path)
+        defer { holder.close() }
+        try await holder.write { db in try db.execute(sql: "CREATE TABLE existing (a)") }
+        let (locked, lockedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let release = DispatchSemaphore(value: 0)
+        let holding = Task {
+            try await holder.writeWithoutTransaction { db in
+                try db.execute(sql: begin)
+                lockedContinuation.yield()
+                _ = release.wait(timeout: .now() + 120)
+                try db.execute(sql: "ROLLBACK")
+            }
+        }
+        defer { release.signal() }
+        for await _ in locked { break }
+        let result = try await body()
+        release.signal()
+        try await holding.value
+        return result
+    }
+}
