@@ -291,12 +291,13 @@ final class Counter: Sendable {
 
 /// Suspends until `condition` holds, polling with short sleeps. Throws after `timeout`.
 func waitUntil(
-    _ what: String, timeout: Duration = .seconds(60), _ condition: @Sendable () -> Bool
+    _ what: String, timeout: Duration = .seconds(60), pollInterval: Duration = .microseconds(200),
+    _ condition: @Sendable () -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { throw RawError(description: "timed out waiting for \(what)") }
-        try await Task.sleep(for: .microseconds(200))
+        try await Task.sleep(for: pollInterval)
     }
 }
 

@@ -89,6 +89,17 @@ struct InsertSeries {
         InsertSeries { values in try await dbwatchInsert(pool, table: table, values) }
     }
 
+    /// The same inserts, and then `settle` (still timed): for observed
+    /// writes, until every observation holds the value of the block's last
+    /// commit, so that a series pays for its own refetches, not for those
+    /// the previous series left behind.
+    func settled(by settle: @escaping @Sendable () async throws -> Void) -> InsertSeries {
+        InsertSeries { values in
+            try await run(values)
+            try await settle()
+        }
+    }
+
     /// The same `pool.write` loop, in a task that prefers the writer's
     /// executor: each write runs inline on the writer's thread.
     static func onWriter(_ pool: DatabasePool, table: String = "t") -> InsertSeries {
@@ -308,11 +319,14 @@ func observedWrites(_ sizes: Sizes) async throws -> [Sample] {
 
         let received = Counter()
         let ready = Countdown(observers)
+        // The last value each consumer received, minus its salt: the row count it saw.
+        let seen = Locked([Int](repeating: -1, count: observers))
         let tasks = (0..<observers).map { salt in
             Task {
                 var isFirst = true
-                for try await _ in pool.observe(TableCount(table: "t", salt: salt)) {
+                for try await value in pool.observe(TableCount(table: "t", salt: salt)) {
                     received.increment()
+                    seen.withLock { $0[salt] = value - salt }
                     if isFirst {
                         isFirst = false
                         ready.arrive()
@@ -323,8 +337,15 @@ func observedWrites(_ sizes: Sizes) async throws -> [Sample] {
         await ready.done.wait()
         let before = pool.statistics(for: TableCount(table: "t", salt: 0))?.fetches ?? 0
         var offset = 0
+        let caughtUp: @Sendable () async throws -> Void = {
+            let rows = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } ?? 0
+            try await waitUntil("every observation to see \(rows) rows", pollInterval: .microseconds(50)) {
+                seen.withLock { $0.allSatisfy { $0 == rows } }
+            }
+        }
         let rates = try await interleavedRates(
-            [.raw(raw), .dbwatch(pool), .onWriter(pool)], sizes: sizes, offset: &offset)
+            [.raw(raw), .dbwatch(pool).settled(by: caughtUp), .onWriter(pool).settled(by: caughtUp)], sizes: sizes,
+            offset: &offset)
         let fetches = (pool.statistics(for: TableCount(table: "t", salt: 0))?.fetches ?? 0) - before
         await stop(tasks)
         let commits = sizes.inserts + sizes.warmupInserts
