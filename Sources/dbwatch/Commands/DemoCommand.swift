@@ -98,23 +98,16 @@ struct DemoCommand: AsyncParsableCommand {
         let notice = db.map { LockWaitNotice(path: $0) }
         defer { notice?.stop() }
         let command = self
-        do {
-            return try await interrupt.cancellingOnSignal {
-                let database = try command.openDatabase(lockWaitWillStart: notice?.handler)
-                do {
-                    try await Migrator(migrations: DemoMigrations.migrations).migrate(database)
-                    _ = try await database.write { db in try DemoSimulation.seedIfEmpty(db, seed: seed) }
-                } catch {
-                    database.close()
-                    throw error
-                }
-                return database
+        return try await interrupt.opening(db ?? ":memory:") {
+            let database = try command.openDatabase(lockWaitWillStart: notice?.handler)
+            do {
+                try await Migrator(migrations: DemoMigrations.migrations).migrate(database)
+                _ = try await database.write { db in try DemoSimulation.seedIfEmpty(db, seed: seed) }
+            } catch {
+                database.close()
+                throw error
             }
-        } catch is Interrupted {
-            Output.standardError("dbwatch: interrupted while opening \(CellText.sanitized(db ?? ":memory:"))\n")
-            throw ExitStatus.interrupted.exitCode
-        } catch {
-            throw ErrorReport.exit(for: error)
+            return database
         }
     }
 

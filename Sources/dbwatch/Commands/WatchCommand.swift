@@ -128,15 +128,8 @@ extension DatabasePool {
     static func openForWatching(
         _ path: String, pollInterval: Duration?, readers: Int = 1, interrupt: InterruptSignal
     ) async throws -> DatabasePool {
-        do {
-            return try await interrupt.cancellingOnSignal {
-                try openForWatching(path, pollInterval: pollInterval, readers: readers)
-            }
-        } catch is Interrupted {
-            Output.standardError("dbwatch: interrupted while opening \(CellText.sanitized(path))\n")
-            throw ExitStatus.interrupted.exitCode
-        } catch {
-            throw ErrorReport.exit(for: error, readOnlyCommand: true)
+        try await interrupt.opening(path, readOnlyCommand: true) {
+            try openForWatching(path, pollInterval: pollInterval, readers: readers)
         }
     }
 

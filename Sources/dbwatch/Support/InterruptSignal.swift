@@ -134,6 +134,29 @@ extension InterruptSignal {
     }
 }
 
+extension InterruptSignal {
+    /// Opens the database at `path` with `open` (for `demo`, migrating and
+    /// seeding it too) until it ends or a signal arrives, which ends a wait
+    /// for another connection's lock. A signal exits 130 with "interrupted
+    /// while opening"; any other failure exits as ``ErrorReport`` says.
+    ///
+    /// ```swift
+    /// let pool = try await interrupt.opening(path, readOnlyCommand: true) { try DatabasePool(path: path) }
+    /// ```
+    func opening<T: Sendable>(
+        _ path: String, readOnlyCommand: Bool = false, _ open: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await cancellingOnSignal(open)
+        } catch is Interrupted {
+            Output.standardError("dbwatch: interrupted while opening \(CellText.sanitized(path))\n")
+            throw ExitStatus.interrupted.exitCode
+        } catch {
+            throw ErrorReport.exit(for: error, readOnlyCommand: readOnlyCommand)
+        }
+    }
+}
+
 /// The command was stopped by Ctrl-C (`SIGINT`) or `SIGTERM` before its
 /// work was done (exit 130).
 struct Interrupted: Error, CustomStringConvertible, Sendable {
