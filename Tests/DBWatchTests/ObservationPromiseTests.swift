@@ -492,7 +492,10 @@ struct ObservationPromiseTests {
         final class StubDriver: ObservationDriving, @unchecked Sendable {  // `isStopped` is set before sharing
             var isStopped = false
             let sharingKey: SharingKey? = SharingKey(IntRequest("SELECT 1"))
-            func commitDidTouchRegion() -> (any ConnectionJob)? { nil }
+            func commitDidTouchRegion() -> Bool { false }
+            func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
+            func fetchFailed(_ error: any Error) -> Bool { false }
+            let fetchesAlone = false
             func deliver(_ error: any Error) {}
             func endBecauseDatabaseClosed() {}
         }
@@ -511,7 +514,7 @@ struct ObservationPromiseTests {
         // And a driver that stopped refuses a subscriber that reached it
         // anyway (found just before it stopped): the caller asks again.
         let driver = ObservationDriver(
-            request: IntRequest("SELECT 1"), options: ObservationOptions(), center: center, fetchQueue: JobQueue())
+            request: IntRequest("SELECT 1"), options: ObservationOptions(), center: center)
         let leaving = ObservationSubscription<Int> { _ in }
         #expect(driver.add(leaving, startFetch: false))
         driver.remove(ObjectIdentifier(leaving))

@@ -3,10 +3,20 @@ import Synchronization
 
 /// A running observation as the center sees it.
 protocol ObservationDriving: AnyObject, Sendable {
-    /// A commit touched the observation's region: returns the fetch job to
-    /// queue now, or `nil` when one is in flight (it will fetch again) or the
+    /// A commit touched the observation's region: returns whether to fetch
+    /// now; `false` when a fetch is in flight (it will fetch again) or the
     /// rate limit delays it.
-    func commitDidTouchRegion() -> (any ConnectionJob)?
+    func commitDidTouchRegion() -> Bool
+    /// Runs one fetch (in a ``FetchBatch``'s read transaction, whose
+    /// snapshot is not older than `startSerial`) and delivers its result.
+    /// Returns whether the driver must fetch again at once (a commit it may
+    /// not have seen touched its region).
+    func fetch(on database: Database, startSerial: UInt64) -> Bool
+    /// The fetch could not run (no connection, or the queue closed).
+    /// Returns whether the driver must fetch again at once.
+    func fetchFailed(_ error: any Error) -> Bool
+    /// Its last fetches were slow: the next one runs in a batch of its own.
+    var fetchesAlone: Bool { get }
     /// The database file was replaced: deliver the error.
     func deliver(_ error: any Error)
     /// The database closed: end every subscriber with
@@ -183,11 +193,29 @@ final class ObservationCenter: Sendable {
                 touched.append(state.entries[id]!.driver)
             }
         }
-        // One push for the whole commit: one lock, and no more wake-ups than
-        // there are sleeping readers.
-        let jobs = touched.compactMap { $0.commitDidTouchRegion() }
-        if !jobs.isEmpty && !fetchQueue.push(contentsOf: jobs) {
-            for job in jobs { job.fail(with: SQLiteError.databaseClosed) }
+        // One batch for the whole commit: one reader woken, and the changed
+        // pages read once for all (see FetchBatch).
+        enqueueFetches(of: touched.filter { $0.commitDidTouchRegion() })
+    }
+
+    /// Queues the fetches of `drivers`: one ``FetchBatch`` for the quick
+    /// ones, and one for each slow one (two slow fetches in a row), so that a slow
+    /// fetch delays no other (idle readers run them in parallel). When the
+    /// queue is closed, fails them with ``SQLiteError/databaseClosed``.
+    func enqueueFetches(of drivers: [any ObservationDriving]) {
+        guard !drivers.isEmpty else { return }
+        var quick: [any ObservationDriving] = []
+        var slow: [FetchBatch] = []
+        for driver in drivers {
+            if driver.fetchesAlone {
+                slow.append(FetchBatch(drivers: [driver], center: self))
+            } else {
+                quick.append(driver)
+            }
+        }
+        let batches = (quick.isEmpty ? [] : [FetchBatch(drivers: quick, center: self)]) + slow
+        if !fetchQueue.push(contentsOf: batches) {
+            for batch in batches { batch.fail(with: SQLiteError.databaseClosed) }
         }
     }
 

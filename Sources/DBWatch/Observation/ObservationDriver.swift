@@ -23,20 +23,27 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         /// The fetch running now: the last subscriber leaving, or the
         /// database closing, cancels it (interrupting its statement).
         var runningFetch: AccessCancellation?
+        /// How many of the last fetches in a row took ``slowFetch`` or
+        /// more (at most 2). From two on, the next fetch runs in a batch of
+        /// its own, so that it delays no other observation. (One slow fetch
+        /// is not enough: a thread preempted once, or a connection's first
+        /// fetch, is not a slow request.)
+        var slowFetchStreak: UInt8 = 0
     }
+
+    /// How long a fetch may take and still share a batch (see ``FetchBatch``).
+    static var slowFetch: Duration { .milliseconds(2) }
 
     let request: Request
     private let options: ObservationOptions
     private let center: ObservationCenter
-    private let fetchQueue: JobQueue
     private let state = Locked(State())
     private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
 
-    init(request: Request, options: ObservationOptions, center: ObservationCenter, fetchQueue: JobQueue) {
+    init(request: Request, options: ObservationOptions, center: ObservationCenter) {
         self.request = request
         self.options = options
         self.center = center
-        self.fetchQueue = fetchQueue
         self.deduplicate = valueComparison(for: Request.Value.self)
     }
 
@@ -142,7 +149,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     // MARK: - Fetching
 
-    func commitDidTouchRegion() -> (any ConnectionJob)? {
+    func commitDidTouchRegion() -> Bool {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
             guard !state.isStopped, !state.isClosed else { return (false, nil) }
             if state.isFetching {
@@ -159,7 +166,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return (true, nil)
         }
         if let sleepUntil, let limit = options.rateLimit { scheduleTimer(until: sleepUntil, limit: limit) }
-        return start ? FetchJob(driver: self) : nil
+        return start
     }
 
     private func scheduleTimer(until offset: Duration, limit: ObservationOptions.RateLimit) {
@@ -179,14 +186,12 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     private func enqueueFetch() {
-        if !fetchQueue.push(FetchJob(driver: self)) {
-            fetchDidFinish(.failure(SQLiteError.databaseClosed), region: DatabaseRegion(), startSerial: .max)
-        }
+        center.enqueueFetches(of: [self])
     }
 
-    /// Runs on a reader connection (or the queue's connection).
-    func fetch(on db: Database) {
-        let startSerial = center.commitSerial
+    /// Runs on a reader connection (or the queue's connection), in the read
+    /// transaction of a ``FetchBatch``.
+    func fetch(on db: Database, startSerial: UInt64) -> Bool {
         let cancellation = AccessCancellation()
         let isWanted = state.withLock { state -> Bool in
             guard !state.isStopped, !state.isClosed else { return false }
@@ -194,17 +199,26 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return true
         }
         guard isWanted else {
-            fetchDidFinish(.failure(CancellationError()), region: DatabaseRegion(), startSerial: .max)
-            return
+            return fetchDidFinish(.failure(CancellationError()), region: DatabaseRegion(), startSerial: .max)
         }
-        let (result, region) = db.fetchRecordingRegion {
+        let start = ContinuousClock.now
+        let (result, region) = db.recordingRegion {
             try cancellation.run(on: db) { db in try request.fetch(db) }
         }
-        fetchDidFinish(result, region: region, startSerial: startSerial)
+        let isSlow = start.duration(to: .now) >= Self.slowFetch
+        return fetchDidFinish(result, region: region, startSerial: startSerial, isSlow: isSlow)
     }
 
-    private func fetchDidFinish(_ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64)
-    {
+    var fetchesAlone: Bool { state.withLock { $0.slowFetchStreak >= 2 } }
+
+    func fetchFailed(_ error: any Error) -> Bool {
+        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: .max)
+    }
+
+    /// Delivers a fetch's result; returns whether to fetch again at once.
+    private func fetchDidFinish(
+        _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
+    ) -> Bool {
         let missedCommit =
             startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
         var timerOffset: Duration?
@@ -212,6 +226,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
             state.fetches += 1
+            state.slowFetchStreak = isSlow ? min(state.slowFetchStreak + 1, 2) : 0
             state.isFetching = false
             // After the database closed, subscribers only get its error.
             guard !state.isClosed else { return false }
@@ -244,8 +259,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return true
         }
         for wakeup in wakeups { wakeup.resume() }
-        if startAnother { enqueueFetch() }
         if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
+        return startAnother
     }
 
     private func isSame(_ result: Result<Request.Value, any Error>, _ previous: Result<Request.Value, any Error>?)
@@ -281,29 +296,5 @@ extension Equatable {
     fileprivate func isEqual(to other: Any) -> Bool {
         guard let other = other as? Self else { return false }
         return self == other
-    }
-}
-
-/// The job that runs one fetch of a driver on a connection thread.
-private final class FetchJob<Request: Queryable>: ConnectionJob {
-    let driver: ObservationDriver<Request>
-
-    init(driver: ObservationDriver<Request>) {
-        self.driver = driver
-    }
-
-    func run(on database: Database) {
-        driver.fetch(on: database)
-    }
-
-    func fail(with error: any Error) {
-        driver.fetchFailed(error)
-    }
-}
-
-extension ObservationDriver {
-    /// The connection could not be opened for the fetch.
-    fileprivate func fetchFailed(_ error: any Error) {
-        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: .max)
     }
 }

@@ -57,7 +57,7 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
         let key = ObservationDriver.sharingKey(for: request, options: options)
         while true {
             let (driver, isNew) = center.driver(sharedAs: key) {
-                ObservationDriver(request: request, options: options, center: center, fetchQueue: fetchQueue)
+                ObservationDriver(request: request, options: options, center: center)
             }
             let mailbox = ObservationSubscription<Request.Value> { [driver] id in driver.remove(id) }
             // A driver stopping right now is skipped by the center next time.

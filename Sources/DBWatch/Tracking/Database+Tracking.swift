@@ -22,8 +22,14 @@ extension Database {
     /// Runs `body` in a read-only transaction and returns its value with the
     /// region its statements read.
     func fetchRecordingRegion<T>(_ body: () throws -> T) -> (Result<T, any Error>, DatabaseRegion) {
+        recordingRegion { try inReadOnlyTransaction { try body() } }
+    }
+
+    /// Runs `body` (inside a read transaction the caller opened) and
+    /// returns its value with the region its statements read.
+    func recordingRegion<T>(_ body: () throws -> T) -> (Result<T, any Error>, DatabaseRegion) {
         regionRecorder = DatabaseRegion()
-        let result = Result { try inReadOnlyTransaction { try body() } }
+        let result = Result { try body() }
         let region = regionRecorder ?? DatabaseRegion()
         regionRecorder = nil
         return (result, region)

@@ -1,0 +1,46 @@
+/// The refetches that one commit (or one finished batch) starts, run
+/// together on one connection in one read transaction.
+///
+/// In WAL mode a connection discards its whole page cache when it starts a
+/// read transaction after another connection committed. Ten observations
+/// of a table fetched in ten transactions read its pages ten times; in one
+/// transaction they read them once, and wake one reader instead of ten.
+///
+/// Every fetch of the batch sees the same snapshot, taken after
+/// `startSerial` was read: a commit published after that serial that
+/// touches a fetch's region makes the driver fetch again (see
+/// ``ObservationCenter/fetchDidFinish(_:region:startSerial:)``).
+final class FetchBatch: ConnectionJob {
+    private let drivers: [any ObservationDriving]
+    private let center: ObservationCenter
+
+    init(drivers: [any ObservationDriving], center: ObservationCenter) {
+        self.drivers = drivers
+        self.center = center
+    }
+
+    func run(on database: Database) {
+        let startSerial = center.commitSerial
+        var again: [any ObservationDriving] = []
+        var fetched = 0
+        do {
+            try database.inReadOnlyTransaction {
+                for driver in drivers {
+                    fetched += 1
+                    if driver.fetch(on: database, startSerial: startSerial) { again.append(driver) }
+                }
+            }
+        } catch {
+            // `BEGIN` failed: no fetch ran. (A fetch's own error went to
+            // its driver; a failed `COMMIT` of a read changes nothing.)
+            again += drivers[fetched...].filter { $0.fetchFailed(error) }
+        }
+        // Those that missed a commit meanwhile fetch again, together.
+        center.enqueueFetches(of: again)
+    }
+
+    func fail(with error: any Error) {
+        let again = drivers.filter { $0.fetchFailed(error) }
+        center.enqueueFetches(of: again)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import DBWatch
+
+/// The refetches one commit starts run together (see `FetchBatch`): on one
+/// reader, in one read transaction, except for observations whose last two
+/// fetches were slow, which run alone and delay no other.
+@Suite("Refetch batches")
+struct FetchBatchTests {
+    /// Where each fetch ran, and what it read.
+    final class FetchLog: Sendable {
+        let entries = Locked<[(salt: Int, connection: ObjectIdentifier, count: Int)]>([])
+    }
+
+    /// `count(*)` of `t`, plus `salt` (so that requests differ), logging the
+    /// connection it ran on.
+    struct LoggedCount: Queryable {
+        static let defaultValue = -1
+        let salt: Int
+        let log: FetchLog
+
+        func fetch(_ db: Database) throws -> Int {
+            let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
+            log.entries.withLock { $0.append((salt, ObjectIdentifier(db), count)) }
+            return count + salt
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.log === rhs.log }
+        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
+    }
+
+    /// `count(*)` of `t` that is slow: its fetches of fewer than two rows
+    /// take longer than `slowFetch` (busy, no sleep); later ones wait for
+    /// `gate`.
+    struct SlowCount: Queryable {
+        static let defaultValue = -1
+        let salt: Int
+        let gate: Gate
+        let blocked: FetchCounter
+
+        func fetch(_ db: Database) throws -> Int {
+            let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
+            if count < 2 {
+                let end = ContinuousClock.now + ObservationDriver<Self>.slowFetch * 2
+                while ContinuousClock.now < end {}
+            } else {
+                blocked.increment()
+                gate.blockingWait()
+            }
+            return count + salt
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.gate === rhs.gate }
+        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
+    }
+
+    final class FetchCounter: Sendable {
+        private let value = Locked(0)
+        func increment() { value.withLock { $0 += 1 } }
+        var current: Int { value.withLock { $0 } }
+    }
+
+    @Test func theRefetchesOfOneCommitRunOnOneReader() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+            let log = FetchLog()
+            let observers = 10
+            let recorders = (0..<observers).map { record(pool.observe(LoggedCount(salt: $0 * 1000, log: log))) }
+            defer { for (_, task) in recorders { task.cancel() } }
+            for (recorder, _) in recorders { try await recorder.wait(forCount: 1) }
+
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            for (salt, (recorder, _)) in recorders.enumerated() {
+                try await recorder.wait { $0.last?.value == salt * 1000 + 1 }
+            }
+            let refetches = log.entries.withLock { $0.filter { $0.count == 1 } }
+            #expect(refetches.count == observers)
+            #expect(Set(refetches.map(\.connection)).count == 1, "one reader ran the commit's refetches")
+        }
+    }
+
+    @Test func aSlowFetchDelaysNoOtherObservation() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+            let gate = Gate()
+            defer { gate.open() }
+            let blocked = FetchCounter()
+            // Three slow ones: were they batched with the quick one, it would
+            // most often come after one of them.
+            let slow = (1...3).map { record(pool.observe(SlowCount(salt: $0 * 1000, gate: gate, blocked: blocked))) }
+            let (quick, quickTask) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
+            defer {
+                quickTask.cancel()
+                for (_, task) in slow { task.cancel() }
+            }
+            for (recorder, _) in slow { try await recorder.wait(forCount: 1) }
+            try await quick.wait(forCount: 1)
+            // Two slow fetches each (zero rows, then one).
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            for (index, (recorder, _)) in slow.enumerated() {
+                try await recorder.wait { $0.last?.value == (index + 1) * 1000 + 1 }
+            }
+            try await quick.wait { $0.last?.value == 1 }
+
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            try await quick.wait { $0.last?.value == 2 }
+            #expect(!gate.isOpen)
+            #expect(slow.allSatisfy { $0.0.values.count == 2 }, "the slow ones are still fetching")
+
+            gate.open()
+            for (index, (recorder, _)) in slow.enumerated() {
+                try await recorder.wait { $0.last?.value == (index + 1) * 1000 + 2 }
+            }
+            #expect(blocked.current == 3)
+        }
+    }
+}
