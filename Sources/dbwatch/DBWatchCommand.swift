@@ -28,7 +28,8 @@ struct DBWatchCommand: AsyncParsableCommand {
 
     /// Parses the command line and runs the command, as argument-parser's
     /// own `main()` does, adding a hint to a usage error caused by SQL that
-    /// starts with `-` (a `--` comment), which reads as an option.
+    /// starts with `-` (a `--` comment), which reads as an option, and
+    /// reporting an unwritable standard output for `--help` too.
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
@@ -39,6 +40,12 @@ struct DBWatchCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            if exitCode(for: error) == .success {
+                // `--help` and `--version`: written like every other output,
+                // so that an unwritable standard output exits 74, not 0.
+                Output.standardOutput(fullMessage(for: error) + "\n")
+                exit(withError: nil)
+            }
             if exitCode(for: error) == .validationFailure, let hint = optionLikeSQLHint(arguments) {
                 Output.standardError(fullMessage(for: error) + "\n" + hint + "\n")
                 exit(withError: ExitCode.validationFailure)

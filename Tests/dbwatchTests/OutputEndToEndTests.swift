@@ -42,7 +42,7 @@ struct OutputEndToEndTests {
             try Data("CREATE TABLE b (x);\n".utf8).write(to: URL(fileURLWithPath: folder + "/0001_b.sql"))
             for arguments in [
                 ["watch", path, "SELECT * FROM t", "--once"], ["explain", path, "SELECT * FROM t"],
-                ["migrate", path, "--dir", folder],
+                ["migrate", path, "--dir", folder], ["--help"], ["watch", "--help"], ["--version"],
             ] {
                 let result = try runScript(#"timeout 60 "$0" "$@" >/dev/full"#, arguments)
                 #expect(result.status == 74, "\(arguments): \(result)")
