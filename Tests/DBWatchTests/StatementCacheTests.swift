@@ -11,6 +11,16 @@ struct StatementCacheTests {
         #expect(same)
     }
 
+    @Test func explainStatementsAreRecognized() async throws {
+        let queue = try DatabaseQueue()
+        let kinds = try await queue.read { db in
+            try ["SELECT 1", "EXPLAIN SELECT 1", "  explain query plan SELECT 1"].map {
+                try db.cachedStatement(sql: $0).isExplain
+            }
+        }
+        #expect(kinds == [false, true, true])
+    }
+
     @Test func schemaChangeOnSameConnection() async throws {
         let queue = try DatabaseQueue()
         let (before, after) = try await queue.write { db in

@@ -74,6 +74,14 @@ struct MigrateEndToEndTests {
             let count = try await DBWatchRun.run(["explain", path, "SELECT count(*) FROM player", "--no-plan"])
             #expect(count.stdout.contains("Observes main.player: which rows exist (inserts and deletes), no column."))
             #expect(!count.stdout.contains("Query plan"))
+
+            // A query that is an EXPLAIN statement has no plan to show, and is no error.
+            for sql in ["EXPLAIN SELECT name FROM player", "explain query plan SELECT name FROM player"] {
+                let explained = try await DBWatchRun.run(["explain", path, sql])
+                #expect(explained.exitStatus == 0, "\(explained)")
+                #expect(explained.stdout.contains("Observes main.player: columns name."), "\(explained)")
+                #expect(explained.stdout.contains("Query plan: none shown, the query is an EXPLAIN statement itself."))
+            }
         }
     }
 

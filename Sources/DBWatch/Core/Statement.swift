@@ -23,6 +23,13 @@ public final class Statement {
     let footprint: StatementFootprint
     /// Whether the statement leaves the database unchanged (`sqlite3_stmt_readonly`).
     public let isReadOnly: Bool
+    /// Whether the statement is itself an `EXPLAIN` or `EXPLAIN QUERY PLAN`
+    /// statement (`sqlite3_stmt_isexplain`).
+    ///
+    /// ```swift
+    /// try db.cachedStatement(sql: "EXPLAIN QUERY PLAN SELECT * FROM player").isExplain   // true
+    /// ```
+    public var isExplain: Bool { sqlite3_stmt_isexplain(handle) != 0 }
     /// The result column names, in order.
     public private(set) var columnNames: [String]
     private(set) var columnCount: Int32

@@ -56,12 +56,20 @@ struct ExplainCommand: AsyncParsableCommand {
                 let explanation = try await pool.explain(query)
                 var text = ExplainCommand.words(for: explanation, sql: sql)
                 if plan {
-                    let steps = try await pool.read { db in
-                        try db.withUntrustedSQL(policy) {
+                    // `EXPLAIN QUERY PLAN EXPLAIN …` is a syntax error: an
+                    // EXPLAIN statement has no plan of its own to show.
+                    let steps = try await pool.read { db -> [Row]? in
+                        if try db.cachedStatement(sql: sql).isExplain { return nil }
+                        return try db.withUntrustedSQL(policy) {
                             try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: query.arguments)
                         }
                     }
-                    text += "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
+                    if let steps {
+                        text +=
+                            "\n\nQuery plan:\n" + QueryPlan(rows: steps).lines.map { "  " + $0 }.joined(separator: "\n")
+                    } else {
+                        text += "\n\nQuery plan: none shown, the query is an EXPLAIN statement itself."
+                    }
                 }
                 return text
             }
