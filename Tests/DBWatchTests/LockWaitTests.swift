@@ -110,7 +110,7 @@ extension LockWaitTests {
                 await waiting.wait()
                 open.cancel()
                 let result = await open.result
-                #expect { try result.get() } throws: { error in ResultCode.busy ~= error }
+                #expect(throws: CancellationError.self) { try result.get() }
             }
             holder.close()
         }

@@ -50,7 +50,7 @@ extension Database {
 
     /// The access is cancelled; outside an access (while opening), the task
     /// running on this thread is.
-    private var waitIsCancelled: Bool {
+    var waitIsCancelled: Bool {
         if let cancellation { return cancellation.isSet }
         return withUnsafeCurrentTask { $0?.isCancelled ?? false }
     }

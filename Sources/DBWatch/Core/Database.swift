@@ -129,7 +129,10 @@ public final class Database {
                 try execute(sql: "PRAGMA foreign_keys = ON")
             }
         } catch var error as SQLiteError {
+            // A wait for a lock that cancellation ended is a cancellation.
+            let isCancelled = ResultCode.busy ~= error && waitIsCancelled
             close()
+            if isCancelled { throw CancellationError() }
             error.message = "\(error.message ?? "cannot open") (\(path))"
             throw error
         }
