@@ -23,17 +23,24 @@ final class FetchBatch: ConnectionJob {
         let startSerial = center.commitSerial
         var again: [any ObservationDriving] = []
         var fetched = 0
-        do {
-            try database.inReadOnlyTransaction {
-                for driver in drivers {
-                    fetched += 1
-                    if driver.fetch(on: database, startSerial: startSerial) { again.append(driver) }
+        while fetched < drivers.count {
+            do {
+                try database.inReadOnlyTransaction {
+                    // A fetch whose error made SQLite roll the transaction
+                    // back (an I/O error, a full disk) ends it: the next
+                    // fetches run in a new one, never statement by statement.
+                    while fetched < drivers.count, database.isInsideTransaction {
+                        let driver = drivers[fetched]
+                        fetched += 1
+                        if driver.fetch(on: database, startSerial: startSerial) { again.append(driver) }
+                    }
                 }
+            } catch {
+                // `BEGIN` failed: the remaining fetches did not run. (A
+                // fetch's own error went to its driver.)
+                again += drivers[fetched...].filter { $0.fetchFailed(error) }
+                fetched = drivers.count
             }
-        } catch {
-            // `BEGIN` failed: no fetch ran. (A fetch's own error went to
-            // its driver; a failed `COMMIT` of a read changes nothing.)
-            again += drivers[fetched...].filter { $0.fetchFailed(error) }
         }
         // Those that missed a commit meanwhile fetch again, together.
         center.enqueueFetches(of: again)
