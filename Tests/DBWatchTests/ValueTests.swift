@@ -41,7 +41,29 @@ struct ValueTests {
         }
         #expect(stored == .null)
         await #expect(throws: DecodingError.self) {
-            try await queue.read { db in try db.fetchOne(Double.self, sql: "SELECT v FROM t") }
+            try await queue.read { db in try db.fetchAll(Double.self, sql: "SELECT v FROM t") }
+        }
+    }
+
+    /// `fetchOne` of a single value is `nil` for `NULL` as for no row (as in
+    /// GRDB): `max(…)` of an empty table is the common case.
+    @Test func aNullSingleValueIsNil() async throws {
+        struct Named: Decodable { var v: Int }
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v INTEGER)")
+            #expect(try db.fetchOne(Int.self, sql: "SELECT max(v) FROM t") == nil)
+            #expect(try db.fetchOne(String.self, sql: "SELECT NULL") == nil)
+            // An optional type keeps NULL (`.some(nil)`) apart from no row (`nil`).
+            #expect(try db.fetchOne(Int?.self, sql: "SELECT NULL") == .some(nil))
+            #expect(try db.fetchOne(Int?.self, sql: "SELECT 1 WHERE 0") == .none)
+            // Elsewhere NULL in a non-optional value is still an error.
+            #expect { try db.fetchAll(Int.self, sql: "SELECT NULL AS best") } throws: { error in
+                "\(error)".contains("cannot decode Int from NULL in column best")
+            }
+            #expect(throws: DecodingError.self) { try db.fetchOne(Named.self, sql: "SELECT NULL AS v") }
+            try db.execute(sql: "INSERT INTO t (v) VALUES (7)")
+            #expect(try db.fetchOne(Int.self, sql: "SELECT max(v) FROM t") == 7)
         }
     }
 

@@ -78,6 +78,13 @@ public final class DecodableCursor<T: Decodable> {
 
     /// The next value, or `nil` at the end.
     public func next() throws -> T? {
+        try next(nullIsNil: false)
+    }
+
+    /// The next value; with `nullIsNil`, also `nil` when the row's first
+    /// column is `NULL` (for ``Database/fetchOne(_:sql:arguments:)`` of a
+    /// single value).
+    func next(nullIsNil: Bool) throws -> T? {
         guard !isDone else { return nil }
         let hasRow: Bool
         do {
@@ -90,6 +97,9 @@ public final class DecodableCursor<T: Decodable> {
         }
         guard hasRow else {
             isDone = true
+            return nil
+        }
+        if nullIsNil && statement.columnCount > 0 && sqlite3_column_type(statement.handle, 0) == SQLITE_NULL {
             return nil
         }
         do {

@@ -111,14 +111,22 @@ extension Database {
         return values
     }
 
-    /// The first row decoded as `T`, or `nil` when there is no row.
+    /// The first row decoded as `T`, or `nil` when there is no row. For a
+    /// single value (`Int`, `String`, `Double`, `Data` … any
+    /// ``DatabaseValueConvertible`` type), also `nil` when the value is
+    /// `NULL`, as for `max(score)` of an empty table; a `Decodable` struct
+    /// still throws for a `NULL` in a non-optional property.
     ///
     /// ```swift
     /// let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0
+    /// let best = try db.fetchOne(Int.self, sql: "SELECT max(score) FROM player")   // nil when empty
     /// let player = try db.fetchOne(Player.self, sql: "SELECT * FROM player WHERE id = ?", arguments: [1])
     /// ```
     public func fetchOne<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> T? {
-        try fetchCursor(T.self, sql: sql, arguments: arguments).next()
+        let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
+        // `fetchOne(Int?.self, …)` keeps telling `NULL` (`.some(nil)`) from no row.
+        let nullIsNil = T.self is any DatabaseValueConvertible.Type && !(T.self is any OptionalValue.Type)
+        return try cursor.next(nullIsNil: nullIsNil)
     }
 
     /// A cursor over the rows of a query decoded as `T`.
@@ -145,7 +153,8 @@ extension Database {
                 }
                 let value = DatabaseValue(statement: handle, column: 0)
                 if let result = convertible.fromDatabaseValue(value) { return result as! T }
-                throw DecodingError.conversion(value, to: T.self, column: ColumnKey(intValue: 0))
+                let column = statement.columnNames.first.map { ColumnKey(name: $0, index: 0) } ?? ColumnKey(intValue: 0)
+                throw DecodingError.conversion(value, to: T.self, column: column)
             }
         }
         let reader = ColumnReader(statement: statement)
@@ -157,3 +166,8 @@ extension Database {
         }
     }
 }
+
+/// Marks `Optional`, whatever its `Wrapped` type.
+protocol OptionalValue {}
+
+extension Optional: OptionalValue {}

@@ -122,6 +122,12 @@ struct ColumnKey: CodingKey {
         self.stringValue = "column \(intValue)"
         self.intValue = intValue
     }
+
+    /// The column at `index`, named `name` in errors.
+    init(name: String, index: Int) {
+        self.stringValue = name
+        self.intValue = index
+    }
 }
 
 extension DecodingError {
