@@ -171,7 +171,7 @@
                     }
                 }
             }
-            await ready.done.wait()
+            try await ready.done.wait("every observation's first value")
             var offset = 0
             let rates = try await rawAndGRDBRates(raw: raw, pool: pool, sizes: sizes, offset: &offset)
             await stop(tasks)
@@ -272,12 +272,12 @@
             ready.arrive()
             while try await values.next() != nil {}
         }
-        await ready.done.wait()
+        try await ready.done.wait("every observation's first value")
         try await Task.sleep(for: .milliseconds(100))
         let start = nowNanoseconds()
         try await pool.write { db in try db.execute(sql: "UPDATE t SET v = v + 1") }
         let writeReturned = nowNanoseconds()
-        await updated.done.wait()
+        try await updated.done.wait("every observation's new value")
         let total = Double(updated.lastArrival - start) / 1e6
         for task in tasks { try await task.value }
         await stop([countTask])

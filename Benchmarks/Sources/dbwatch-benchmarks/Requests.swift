@@ -65,17 +65,20 @@ struct Player: Decodable, Sendable {
     var bonus: Double
 }
 
-/// A one-shot event that one task awaits and another fires.
+/// A one-shot event that one task awaits and another fires. A wait gives
+/// up after a timeout, so that a consumer that ended early (its query
+/// failed) stops the benchmark with an error instead of hanging it.
 final class Signal: Sendable {
     private struct State {
         var fired = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var failure: RawError?
+        var waiter: CheckedContinuation<Void, any Error>?
     }
 
     private let state = Mutex(State())
 
     func fire() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             state.fired = true
             defer { state.waiter = nil }
             return state.waiter
@@ -83,15 +86,32 @@ final class Signal: Sendable {
         waiter?.resume()
     }
 
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let fired = state.withLock { state -> Bool in
-                if state.fired { return true }
-                state.waiter = continuation
-                return false
-            }
-            if fired { continuation.resume() }
+    /// Waits until fired; throws after `timeout`.
+    func wait(_ what: String, timeout: Duration = .seconds(120)) async throws {
+        let timer = Task { [self] in
+            try await Task.sleep(for: timeout)
+            fail(RawError(description: "timed out after \(timeout) waiting for \(what)"))
         }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { continuation in
+            let outcome = state.withLock { state -> Result<Void, RawError>? in
+                if state.fired { return .success(()) }
+                if let failure = state.failure { return .failure(failure) }
+                state.waiter = continuation
+                return nil
+            }
+            if let outcome { continuation.resume(with: outcome) }
+        }
+    }
+
+    private func fail(_ error: RawError) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard !state.fired else { return nil }
+            state.failure = error
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(throwing: error)
     }
 }
 

@@ -334,7 +334,7 @@ func observedWrites(_ sizes: Sizes) async throws -> [Sample] {
                 }
             }
         }
-        await ready.done.wait()
+        try await ready.done.wait("every observation's first value")
         let before = pool.statistics(for: TableCount(table: "t", salt: 0))?.fetches ?? 0
         var offset = 0
         let caughtUp: @Sendable () async throws -> Void = {
@@ -605,7 +605,7 @@ func fanOut(_ sizes: Sizes) async throws -> [Sample] {
         ready.arrive()
         while try await values.next() != nil { countRefetched.increment() }
     }
-    await ready.done.wait()
+    try await ready.done.wait("every observation's first value")
 
     var totals: [Double] = []
     var writes: [Double] = []
@@ -629,7 +629,7 @@ func fanOut(_ sizes: Sizes) async throws -> [Sample] {
             progress(report)
             exit(2)
         }
-        await updated[round].done.wait()
+        try await updated[round].done.wait("every observation's new value")
         watchdog.cancel()
         totals.append(Double(updated[round].lastArrival - start) / 1e6)
         writes.append(Double(writeReturned - start) / 1e6)
@@ -725,7 +725,7 @@ func memory(_ sizes: Sizes) async throws -> [Sample] {
                     _ = try await values.next()
                 })
         }
-        await ready.done.wait()
+        try await ready.done.wait("every observation's first value")
         let after = try await snapshot()
         tasksHeap = Double(after.heap - before.heap) / Double(count)
         tasksRSS = Double(after.rss - before.rss) / Double(count)
