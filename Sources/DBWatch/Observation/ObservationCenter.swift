@@ -199,9 +199,9 @@ final class ObservationCenter: Sendable {
     }
 
     /// Queues the fetches of `drivers`: one ``FetchBatch`` for the quick
-    /// ones, and one for each slow one (two slow fetches in a row), so that a slow
-    /// fetch delays no other (idle readers run them in parallel). When the
-    /// queue is closed, fails them with ``SQLiteError/databaseClosed``.
+    /// ones, and one for each slow one (two slow fetches in a row), so that
+    /// a slow fetch delays no other (idle readers run them in parallel).
+    /// When the queue is closed, fails them with ``SQLiteError/databaseClosed``.
     func enqueueFetches(of drivers: [any ObservationDriving]) {
         guard !drivers.isEmpty else { return }
         var quick: [any ObservationDriving] = []

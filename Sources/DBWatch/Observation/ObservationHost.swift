@@ -6,7 +6,7 @@ struct ObservationHost: Sendable {
     var fetchQueue: JobQueue { center.fetchQueue }
 
     func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
-        QueryObservation(request: request, options: options, center: center, fetchQueue: fetchQueue)
+        QueryObservation(request: request, options: options, center: center)
     }
 
     func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {

@@ -31,7 +31,6 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     let request: Request
     let options: ObservationOptions
     let center: ObservationCenter
-    let fetchQueue: JobQueue
 
     /// The same observation with errors delivered as `.failure` values
     /// instead of ending the sequence: the next change refetches, and a
