@@ -82,6 +82,59 @@ struct FetchBatchTests {
         }
     }
 
+    /// `count(*)` of `t` plus `salt`; the fetch of `salt` 0 waits for
+    /// `gate` once the table has rows.
+    struct GatedCount: Queryable {
+        static let defaultValue = -1
+        let salt: Int
+        let gate: Gate
+
+        func fetch(_ db: Database) throws -> Int {
+            let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
+            if salt == 0 && count > 0 { gate.blockingWait() }
+            return count + salt
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.gate === rhs.gate }
+        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
+    }
+
+    /// Many refetches are shared among the readers (4 here), in parts of at
+    /// least `minimumBatchSize` (3 parts for 100): while one part waits, the
+    /// others deliver.
+    @Test func manyRefetchesAreSharedAmongTheReaders() async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+            let gate = Gate()
+            defer { gate.open() }
+            let observers = 100
+            // Every value of every observation, as (salt, count).
+            let values = ValueRecorder<(salt: Int, count: Int)>()
+            let tasks = (0..<observers).map { index in
+                Task {
+                    for await result in pool.observe(GatedCount(salt: index * 1000, gate: gate)).results {
+                        if let value = result.value { values.append((index, value - index * 1000)) }
+                    }
+                }
+            }
+            defer { for task in tasks { task.cancel() } }
+            try await values.wait { $0.count >= observers }
+
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            // The part that holds observation 0 waits at the gate; the
+            // others deliver meanwhile.
+            let parts = min(4, observers / ObservationCenter.minimumBatchSize)
+            let others = observers - (observers + parts - 1) / parts
+            try await values.wait { $0.filter { $0.count == 1 }.count >= others }
+            #expect(!gate.isOpen)
+            #expect(!values.values.contains { $0.salt == 0 && $0.count == 1 })
+            gate.open()
+            try await values.wait { $0.filter { $0.count == 1 }.count == observers }
+        }
+    }
+
     @Test func aSlowFetchDelaysNoOtherObservation() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))

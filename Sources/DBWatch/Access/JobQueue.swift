@@ -164,6 +164,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// How many accesses ran inline in a hosted task so far.
     var inlineAccessCount: Int { inlineAccesses.load(ordering: .relaxed) }
 
+    /// The worker threads serving the queue (a pool's readers).
+    var workerCount: Int { locked { runningWorkers } }
+
     /// Counts a worker before its thread starts, so a close that follows waits for it.
     func workerWillStart() { locked { runningWorkers += 1 } }
 

@@ -56,6 +56,10 @@ final class ObservationCenter: Sendable {
         var isClosed = false
     }
 
+    /// A commit's quick refetches are split among the readers only in
+    /// parts of at least this many (see ``enqueueFetches(of:)``).
+    static let minimumBatchSize = 32
+
     /// At least this many recent commits are kept for fetches in flight; a
     /// fetch that outlives more commits than the log holds refetches
     /// conservatively.
@@ -198,10 +202,11 @@ final class ObservationCenter: Sendable {
         enqueueFetches(of: touched.filter { $0.commitDidTouchRegion() })
     }
 
-    /// Queues the fetches of `drivers`: one ``FetchBatch`` for the quick
-    /// ones, and one for each slow one (two slow fetches in a row), so that
-    /// a slow fetch delays no other (idle readers run them in parallel).
-    /// When the queue is closed, fails them with ``SQLiteError/databaseClosed``.
+    /// Queues the fetches of `drivers`: the quick ones in one ``FetchBatch``,
+    /// or, when there are many, in one batch per reader; each slow one (two
+    /// slow fetches in a row) in a batch of its own, so that a slow fetch
+    /// delays no other (idle readers run them in parallel). When the queue
+    /// is closed, fails them with ``SQLiteError/databaseClosed``.
     func enqueueFetches(of drivers: [any ObservationDriving]) {
         guard !drivers.isEmpty else { return }
         var quick: [any ObservationDriving] = []
@@ -213,7 +218,17 @@ final class ObservationCenter: Sendable {
                 quick.append(driver)
             }
         }
-        let batches = (quick.isEmpty ? [] : [FetchBatch(drivers: quick, center: self)]) + slow
+        var batches: [FetchBatch] = []
+        // Many quick fetches are shared among the readers, at least
+        // `minimumBatchSize` each: each part reads the changed pages once.
+        let parts =
+            quick.count < 2 * Self.minimumBatchSize
+            ? 1 : max(1, min(fetchQueue.workerCount, quick.count / Self.minimumBatchSize))
+        let size = (quick.count + parts - 1) / parts
+        for start in stride(from: 0, to: quick.count, by: max(size, 1)) {
+            batches.append(FetchBatch(drivers: Array(quick[start..<min(start + size, quick.count)]), center: self))
+        }
+        batches += slow
         if !fetchQueue.push(contentsOf: batches) {
             for batch in batches { batch.fail(with: SQLiteError.databaseClosed) }
         }
