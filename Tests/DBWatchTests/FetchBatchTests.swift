@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import DBWatch
@@ -97,6 +98,44 @@ struct FetchBatchTests {
 
         static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.gate === rhs.gate }
         func hash(into hasher: inout Hasher) { hasher.combine(salt) }
+    }
+
+    /// A driver that only says whether it fetches alone.
+    final class StubDriver: ObservationDriving {
+        let fetchesAlone: Bool
+        let sharingKey: SharingKey? = nil
+        var isStopped: Bool { false }
+
+        init(alone: Bool) { fetchesAlone = alone }
+
+        func commitDidTouchRegion() -> Bool { true }
+        func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
+        func fetchFailed(_ error: any Error) -> Bool { false }
+        func deliver(_ error: any Error) {}
+        func endBecauseDatabaseClosed() {}
+    }
+
+    /// How the fetches of one commit are cut into batches, with 4 readers:
+    /// quick ones together, in parts of at least `minimumBatchSize` from
+    /// twice that on, at most one part per reader; each slow one alone.
+    @Test func theFetchesOfACommitAreCutIntoBatches() {
+        let queue = JobQueue()
+        for _ in 0..<4 { queue.workerWillStart() }  // counted only: no thread runs the jobs
+        let center = ObservationCenter(fetchQueue: queue, logger: Logger(label: "test"))
+        func batches(quick: Int, slow: Int) -> Int {
+            let before = queue.queuedJobCount
+            let drivers =
+                (0..<quick).map { _ in StubDriver(alone: false) } + (0..<slow).map { _ in StubDriver(alone: true) }
+            center.enqueueFetches(of: drivers)
+            return queue.queuedJobCount - before
+        }
+        #expect(batches(quick: 1, slow: 0) == 1)
+        #expect(batches(quick: 63, slow: 0) == 1)
+        #expect(batches(quick: 64, slow: 0) == 2)
+        #expect(batches(quick: 100, slow: 0) == 3)
+        #expect(batches(quick: 1000, slow: 0) == 4)
+        #expect(batches(quick: 10, slow: 2) == 3)
+        #expect(batches(quick: 0, slow: 1) == 1)
     }
 
     /// Many refetches are shared among the readers (4 here), in parts of at
