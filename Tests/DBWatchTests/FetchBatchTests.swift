@@ -14,46 +14,37 @@ struct FetchBatchTests {
         let entries = Locked<[(salt: Int, connection: ObjectIdentifier, count: Int)]>([])
     }
 
-    /// `count(*)` of `t`, plus `salt` (so that requests differ), logging the
-    /// connection it ran on.
-    struct LoggedCount: Queryable {
+    /// `count(*)` of `t`, plus `salt` (so that requests differ); `hook`
+    /// runs after the count, on the fetching connection: it logs, spins or
+    /// waits.
+    struct HookedCount: Queryable {
+        final class Hook: Sendable {
+            let body: @Sendable (_ db: Database, _ salt: Int, _ count: Int) -> Void
+            init(_ body: @escaping @Sendable (_ db: Database, _ salt: Int, _ count: Int) -> Void) { self.body = body }
+        }
+
         static let defaultValue = -1
         let salt: Int
-        let log: FetchLog
+        let hook: Hook
 
         func fetch(_ db: Database) throws -> Int {
             let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
-            log.entries.withLock { $0.append((salt, ObjectIdentifier(db), count)) }
+            hook.body(db, salt, count)
             return count + salt
         }
 
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.log === rhs.log }
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.hook === rhs.hook }
         func hash(into hasher: inout Hasher) { hasher.combine(salt) }
     }
 
-    /// `count(*)` of `t` that is slow: its fetches of fewer than two rows
-    /// take longer than `slowFetch` (busy, no sleep); later ones wait for
-    /// `gate`.
-    struct SlowCount: Queryable {
-        static let defaultValue = -1
-        let salt: Int
-        let gate: Gate
-        let blocked: FetchCounter
-
-        func fetch(_ db: Database) throws -> Int {
-            let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
-            if count < 2 {
-                let end = ContinuousClock.now + ObservationDriver<Self>.slowFetch * 2
-                while ContinuousClock.now < end {}
-            } else {
-                blocked.increment()
-                gate.blockingWait()
-            }
-            return count + salt
+    /// Runs `body` with a pool on a new file holding an empty table `t`.
+    func withPoolOfTableT(_ body: (DatabasePool) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+            try await body(pool)
         }
-
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.gate === rhs.gate }
-        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
     }
 
     final class FetchCounter: Sendable {
@@ -63,13 +54,13 @@ struct FetchBatchTests {
     }
 
     @Test func theRefetchesOfOneCommitRunOnOneReader() async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+        try await withPoolOfTableT { pool in
             let log = FetchLog()
+            let logging = HookedCount.Hook { db, salt, count in
+                log.entries.withLock { $0.append((salt, ObjectIdentifier(db), count)) }
+            }
             let observers = 10
-            let recorders = (0..<observers).map { record(pool.observe(LoggedCount(salt: $0 * 1000, log: log))) }
+            let recorders = (0..<observers).map { record(pool.observe(HookedCount(salt: $0 * 1000, hook: logging))) }
             defer { for (_, task) in recorders { task.cancel() } }
             for (recorder, _) in recorders { try await recorder.wait(forCount: 1) }
 
@@ -81,23 +72,6 @@ struct FetchBatchTests {
             #expect(refetches.count == observers)
             #expect(Set(refetches.map(\.connection)).count == 1, "one reader ran the commit's refetches")
         }
-    }
-
-    /// `count(*)` of `t` plus `salt`; the fetch of `salt` 0 waits for
-    /// `gate` once the table has rows.
-    struct GatedCount: Queryable {
-        static let defaultValue = -1
-        let salt: Int
-        let gate: Gate
-
-        func fetch(_ db: Database) throws -> Int {
-            let count = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0
-            if salt == 0 && count > 0 { gate.blockingWait() }
-            return count + salt
-        }
-
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.gate === rhs.gate }
-        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
     }
 
     /// A driver that only says whether it fetches alone.
@@ -142,18 +116,19 @@ struct FetchBatchTests {
     /// least `minimumBatchSize` (3 parts for 100): while one part waits, the
     /// others deliver.
     @Test func manyRefetchesAreSharedAmongTheReaders() async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+        try await withPoolOfTableT { pool in
             let gate = Gate()
             defer { gate.open() }
+            // Observation 0 waits for the gate once the table has rows.
+            let waiting = HookedCount.Hook { _, salt, count in
+                if salt == 0 && count > 0 { gate.blockingWait() }
+            }
             let observers = 100
             // Every value of every observation, as (salt, count).
             let values = ValueRecorder<(salt: Int, count: Int)>()
             let tasks = (0..<observers).map { index in
                 Task {
-                    for await result in pool.observe(GatedCount(salt: index * 1000, gate: gate)).results {
+                    for await result in pool.observe(HookedCount(salt: index * 1000, hook: waiting)).results {
                         if let value = result.value { values.append((index, value - index * 1000)) }
                     }
                 }
@@ -175,16 +150,24 @@ struct FetchBatchTests {
     }
 
     @Test func aSlowFetchDelaysNoOtherObservation() async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+        try await withPoolOfTableT { pool in
             let gate = Gate()
             defer { gate.open() }
             let blocked = FetchCounter()
+            // Slow: fetches of fewer than two rows take longer than
+            // `slowFetch` (busy, no sleep); later ones wait for the gate.
             // Three slow ones: were they batched with the quick one, it would
             // most often come after one of them.
-            let slow = (1...3).map { record(pool.observe(SlowCount(salt: $0 * 1000, gate: gate, blocked: blocked))) }
+            let slowly = HookedCount.Hook { _, _, count in
+                if count < 2 {
+                    let end = ContinuousClock.now + ObservationDriver<HookedCount>.slowFetch * 2
+                    while ContinuousClock.now < end {}
+                } else {
+                    blocked.increment()
+                    gate.blockingWait()
+                }
+            }
+            let slow = (1...3).map { record(pool.observe(HookedCount(salt: $0 * 1000, hook: slowly))) }
             let (quick, quickTask) = record(pool.observe(IntRequest("SELECT count(*) FROM t")))
             defer {
                 quickTask.cancel()
