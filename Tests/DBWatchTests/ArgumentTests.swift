@@ -47,6 +47,17 @@ struct ArgumentTests {
         }
         let count = try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") }
         #expect(count == 0)
+        // The count is exact for one statement; a script's later statements may need more.
+        func message(_ sql: String) async -> String? {
+            do {
+                try await queue.write { db in try db.execute(sql: sql) }
+                return nil
+            } catch {
+                return (error as? SQLiteError)?.message
+            }
+        }
+        #expect(await message("SELECT ?") == "wrong number of arguments: the SQL needs 1, got 0")
+        #expect(await message("SELECT ?; SELECT 1") == "wrong number of arguments: the SQL needs at least 1, got 0")
     }
 
     @Test func unknownOrMissingNameIsAnError() async throws {

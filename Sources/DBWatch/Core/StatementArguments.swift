@@ -83,8 +83,10 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
             }
             let available = arguments.values.count - position
             if Int(count) > available {
+                // Later statements of a script may need more.
+                let needs = isLastStatement ? "" : "at least "
                 throw SQLiteError.misuse(
-                    "wrong number of arguments: the SQL needs at least \(position + Int(count)), got \(arguments.values.count)",
+                    "wrong number of arguments: the SQL needs \(needs)\(position + Int(count)), got \(arguments.values.count)",
                     sql: sql)
             }
             if isLastStatement && Int(count) < available {
