@@ -59,7 +59,13 @@ public final class DatabasePool: DatabaseWriter {
         writer.changeCollector = ChangeCollector(center: center)
         observationHost = ObservationHost(center: center)
         if !configuration.readOnly {
-            let mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
+            let mode: String?
+            do {
+                mode = try writer.fetchOne(String.self, sql: "PRAGMA journal_mode = WAL")
+            } catch let error as SQLiteError where ResultCode.busy ~= error && writer.waitIsCancelled {
+                // Its wait for the lock that cancellation ended, as in `Database.init`.
+                throw CancellationError()
+            }
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(
                     code: .error, message: "could not enable WAL mode (journal_mode is \(mode ?? "unknown"))")

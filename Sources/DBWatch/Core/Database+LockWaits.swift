@@ -8,7 +8,7 @@ import CSQLite
 /// busy timeout (``Configuration/busyTimeout``), but the wait ends as soon
 /// as the access is cancelled (then it throws `CancellationError`), or the
 /// task that opens the connection is (then opening throws
-/// ``ResultCode/busy``), and a connection lent to a caller's thread does
+/// `CancellationError` too), and a connection lent to a caller's thread does
 /// not wait at all (see Database+CallerThread.swift).
 extension Database {
     /// The sleeps between attempts, growing like SQLite's own, and short
