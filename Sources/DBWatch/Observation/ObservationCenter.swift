@@ -224,9 +224,12 @@ final class ObservationCenter: Sendable {
         let parts =
             quick.count < 2 * Self.minimumBatchSize
             ? 1 : max(1, min(fetchQueue.workerCount, quick.count / Self.minimumBatchSize))
-        let size = (quick.count + parts - 1) / parts
-        for start in stride(from: 0, to: quick.count, by: max(size, 1)) {
-            batches.append(FetchBatch(drivers: Array(quick[start..<min(start + size, quick.count)]), center: self))
+        if !quick.isEmpty {
+            // Even parts: each holds at least `quick.count / parts` drivers.
+            for part in 0..<parts {
+                let range = (part * quick.count / parts)..<((part + 1) * quick.count / parts)
+                batches.append(FetchBatch(drivers: Array(quick[range]), center: self))
+            }
         }
         batches += slow
         if !fetchQueue.push(contentsOf: batches) {
