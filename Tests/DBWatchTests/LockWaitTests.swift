@@ -91,28 +91,54 @@ struct LockWaitTests {
 }
 
 extension LockWaitTests {
-    @Test func cancellingATaskThatOpensEndsItsWait() async throws {
+    /// Opens with `open` on a thread of its own (opening waits there, not on
+    /// a cooperative thread) while another connection holds the lock that
+    /// `lock` takes, cancels the task once the wait starts, and returns how
+    /// the open ended (`nil`: cancelling did not end the wait in 30 s).
+    func cancelledOpen<T: Sendable>(
+        holding lock: [String], _ open: @escaping @Sendable (String, Configuration) throws -> T
+    ) async throws -> Result<T, any Error>? {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let path = directory.file("db.sqlite")
             let holder = try Database(path: path, configuration: Configuration())
             try holder.execute(sql: "CREATE TABLE t (v TEXT)")
-            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            for sql in lock { try holder.execute(sql: sql) }
             let waiting = Gate()
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(3600)
             configuration.lockWaitWillStart = { waiting.open() }
-            // Opening reads the file's header, which waits for the lock: on a
-            // thread of its own, not a cooperative one.
-            let open = Task(executorPreference: DedicatedThreadExecutor()) { [configuration] in
-                try DatabaseQueue(path: path, configuration: configuration)
+            let task = Task(executorPreference: DedicatedThreadExecutor()) { [configuration] in
+                try open(path, configuration)
             }
-            try await withTimeout(seconds: 30) {
+            let outcome = try? await withTimeout(seconds: 30) {
                 await waiting.wait()
-                open.cancel()
-                let result = await open.result
-                #expect(throws: CancellationError.self) { try result.get() }
+                task.cancel()
+                return await task.result
             }
             holder.close()
+            return outcome
         }
+    }
+
+    @Test func cancellingATaskThatOpensEndsItsWait() async throws {
+        // Opening reads the file's header, which waits for the lock.
+        let outcome = try await cancelledOpen(holding: ["BEGIN EXCLUSIVE"]) { path, configuration in
+            try DatabaseQueue(path: path, configuration: configuration)
+        }
+        let result = try #require(outcome, "cancelling did not end the wait")
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
+    /// `DatabasePool.init` turns on WAL mode after opening the writer; on a
+    /// rollback-journal file that another connection is reading, that waits
+    /// for the lock. Cancelling the task ended the wait, but the init threw
+    /// `.busy`, unlike the open just before it (review of fe24ba5).
+    @Test func cancellingAPoolInitWhileItTurnsOnWALThrowsCancellationError() async throws {
+        let outcome = try await cancelledOpen(holding: ["BEGIN", "SELECT * FROM t"]) { path, configuration in
+            try DatabasePool(path: path, configuration: configuration)
+        }
+        let result = try #require(outcome, "cancelling did not end the wait")
+        #expect(throws: CancellationError.self) { try result.get() }
+        (try? result.get())?.close()
     }
 }
