@@ -65,6 +65,22 @@ struct Player: Decodable, Sendable {
     var bonus: Double
 }
 
+/// The same columns read by position through `init(row:)`: the
+/// non-`Decodable` path of the decoding workload.
+struct PlayerRecord: FetchableRecord, Sendable {
+    var id: Int64
+    var name: String
+    var score: Int
+    var bonus: Double
+
+    init(row: RowView) throws {
+        id = try row.decode(Int64.self, at: 0)
+        name = try row.decode(String.self, at: 1)
+        score = try row.decode(Int.self, at: 2)
+        bonus = try row.decode(Double.self, at: 3)
+    }
+}
+
 /// A one-shot event that one task awaits and another fires. A wait gives
 /// up after a timeout, so that a consumer that ended early (its query
 /// failed) stops the benchmark with an error instead of hanging it.

@@ -58,6 +58,44 @@ public final class RowCursor {
 /// }
 /// ```
 public final class DecodableCursor<T: Decodable> {
+    let rows: ValueStepper<T>
+
+    init(statement: Statement) {
+        self.rows = ValueStepper(
+            statement: statement, decodeRow: Database.rowDecoder(for: T.self, statement: statement))
+    }
+
+    /// The next value, or `nil` at the end.
+    public func next() throws -> T? {
+        try rows.next(nullIsNil: false)
+    }
+}
+
+/// Steps the rows of a query as ``FetchableRecord`` values, one at a time.
+///
+/// ```swift
+/// try await pool.read { db in
+///     let players = try db.fetchCursor(Player.self, sql: "SELECT id, name, score FROM player")
+///     while let player = try players.next() { total += player.score }
+/// }
+/// ```
+public final class RecordCursor<T: FetchableRecord> {
+    let rows: ValueStepper<T>
+
+    init(statement: Statement) {
+        let reader = ColumnReader(statement: statement)
+        self.rows = ValueStepper(statement: statement) { try reader.withView(T.init(row:)) }
+    }
+
+    /// The next record, or `nil` at the end.
+    public func next() throws -> T? {
+        try rows.next(nullIsNil: false)
+    }
+}
+
+/// Steps a statement and makes a value of each row with a function chosen
+/// once per query: the engine of the typed cursors.
+final class ValueStepper<T> {
     let statement: Statement
     /// Held strongly (a statement's reference is unowned): no unowned
     /// retain per row. The cursor lives inside the access closure, so this
@@ -66,19 +104,14 @@ public final class DecodableCursor<T: Decodable> {
     private let decodeRow: () throws -> T
     private var isDone = false
 
-    init(statement: Statement) {
+    init(statement: Statement, decodeRow: @escaping () throws -> T) {
         self.statement = statement
         self.database = statement.database
-        self.decodeRow = Database.rowDecoder(for: T.self, statement: statement)
+        self.decodeRow = decodeRow
     }
 
     deinit {
         if !isDone { database.abandon(statement) }
-    }
-
-    /// The next value, or `nil` at the end.
-    public func next() throws -> T? {
-        try next(nullIsNil: false)
     }
 
     /// The next value; with `nullIsNil`, also `nil` when the row's first
@@ -117,3 +150,6 @@ extension RowCursor: Sendable {}
 
 @available(*, unavailable, message: "a cursor belongs to one connection and one thread")
 extension DecodableCursor: Sendable {}
+
+@available(*, unavailable, message: "a cursor belongs to one connection and one thread")
+extension RecordCursor: Sendable {}

@@ -126,7 +126,7 @@ extension Database {
         let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
         // `fetchOne(Int?.self, …)` keeps telling `NULL` (`.some(nil)`) from no row.
         let nullIsNil = T.self is any DatabaseValueConvertible.Type && !(T.self is any OptionalValue.Type)
-        return try cursor.next(nullIsNil: nullIsNil)
+        return try cursor.rows.next(nullIsNil: nullIsNil)
     }
 
     /// A cursor over the rows of a query decoded as `T`.
@@ -139,6 +139,92 @@ extension Database {
         -> DecodableCursor<T>
     {
         DecodableCursor(statement: try boundStatement(sql: sql, arguments: arguments))
+    }
+
+    /// All rows of a query as ``FetchableRecord`` values, each read in
+    /// place by `init(row:)`.
+    ///
+    /// ```swift
+    /// let players = try db.fetchAll(Player.self, sql: "SELECT id, name, score FROM player")
+    /// ```
+    @inlinable
+    public func fetchAll<T: FetchableRecord>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws
+        -> [T]
+    {
+        let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
+        var values: [T] = []
+        while let value = try cursor.next() {
+            values.append(value)
+        }
+        return values
+    }
+
+    /// The first row as a ``FetchableRecord`` value, or `nil` when there is
+    /// no row.
+    ///
+    /// ```swift
+    /// let player = try db.fetchOne(Player.self, sql: "SELECT id, name, score FROM player WHERE id = ?", arguments: [1])
+    /// ```
+    public func fetchOne<T: FetchableRecord>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws
+        -> T?
+    {
+        try fetchCursor(T.self, sql: sql, arguments: arguments).next()
+    }
+
+    /// A cursor over the rows of a query as ``FetchableRecord`` values.
+    ///
+    /// ```swift
+    /// let players = try db.fetchCursor(Player.self, sql: "SELECT id, name, score FROM player")
+    /// while let player = try players.next() { … }
+    /// ```
+    public func fetchCursor<T: FetchableRecord>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws
+        -> RecordCursor<T>
+    {
+        RecordCursor(statement: try boundStatement(sql: sql, arguments: arguments))
+    }
+
+    /// All rows of a query as a type that is both `Decodable` and
+    /// ``FetchableRecord``: read by `init(row:)`, the faster of the two.
+    ///
+    /// ```swift
+    /// struct Player: Codable, FetchableRecord { … }
+    /// let players = try db.fetchAll(Player.self, sql: "SELECT id, name, score FROM player")
+    /// ```
+    @inlinable
+    public func fetchAll<T: Decodable & FetchableRecord>(
+        _ type: T.Type, sql: String, arguments: StatementArguments = []
+    ) throws -> [T] {
+        let cursor: RecordCursor<T> = try fetchCursor(T.self, sql: sql, arguments: arguments)
+        var values: [T] = []
+        while let value = try cursor.next() {
+            values.append(value)
+        }
+        return values
+    }
+
+    /// The first row as a type that is both `Decodable` and
+    /// ``FetchableRecord``, read by `init(row:)`; `nil` when there is no row.
+    ///
+    /// ```swift
+    /// let player = try db.fetchOne(Player.self, sql: "SELECT id, name, score FROM player WHERE id = ?", arguments: [1])
+    /// ```
+    public func fetchOne<T: Decodable & FetchableRecord>(
+        _ type: T.Type, sql: String, arguments: StatementArguments = []
+    ) throws -> T? {
+        let cursor: RecordCursor<T> = try fetchCursor(T.self, sql: sql, arguments: arguments)
+        return try cursor.next()
+    }
+
+    /// A cursor over the rows of a query as a type that is both `Decodable`
+    /// and ``FetchableRecord``, read by `init(row:)`.
+    ///
+    /// ```swift
+    /// let players = try db.fetchCursor(Player.self, sql: "SELECT id, name, score FROM player")
+    /// ```
+    public func fetchCursor<T: Decodable & FetchableRecord>(
+        _ type: T.Type, sql: String, arguments: StatementArguments = []
+    ) throws -> RecordCursor<T> {
+        RecordCursor(statement: try boundStatement(sql: sql, arguments: arguments))
     }
 
     /// The function that decodes the current row of `statement` as `T`,

@@ -42,17 +42,27 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Reads column `index` of the current row of `statement`.
+    ///
+    /// One `sqlite3_column_value` call, then the `sqlite3_value_*`
+    /// accessors: each `sqlite3_column_*` call does the column lookup and its
+    /// error bookkeeping again. Connections are opened `NOMUTEX`, where
+    /// SQLite's protected and unprotected values are the same.
     @inline(__always)
     init(statement: OpaquePointer, column index: Int32) {
-        switch sqlite3_column_type(statement, index) {
+        let value = sqlite3_column_value(statement, index)
+        switch sqlite3_value_type(value) {
         case SQLITE_INTEGER:
-            self = .integer(sqlite3_column_int64(statement, index))
+            self = .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT:
-            self = .real(sqlite3_column_double(statement, index))
+            self = .real(sqlite3_value_double(value))
         case SQLITE_TEXT:
-            self = .text(String(statement: statement, column: index))
+            self = .text(String(textOf: value))
         case SQLITE_BLOB:
-            self = .blob(Data(statement: statement, column: index))
+            guard let bytes = sqlite3_value_blob(value) else {
+                self = .blob(Data())
+                return
+            }
+            self = .blob(Data(bytes: bytes, count: Int(sqlite3_value_bytes(value))))
         default:
             self = .null
         }
@@ -91,6 +101,17 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension String {
+    /// Reads a text value (from `sqlite3_column_value`), keeping embedded
+    /// NUL characters.
+    @inline(__always)
+    init(textOf value: OpaquePointer?) {
+        guard let text = sqlite3_value_text(value) else {
+            self = ""
+            return
+        }
+        self = String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
+
     /// Reads a text column, keeping embedded NUL characters.
     @inline(__always)
     init(statement: OpaquePointer, column index: Int32) {
@@ -100,17 +121,5 @@ extension String {
         }
         let count = Int(sqlite3_column_bytes(statement, index))
         self = String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
-    }
-}
-
-extension Data {
-    /// Reads a blob column (a zero-length blob gives empty data).
-    @inline(__always)
-    init(statement: OpaquePointer, column index: Int32) {
-        guard let bytes = sqlite3_column_blob(statement, index) else {
-            self = Data()
-            return
-        }
-        self = Data(bytes: bytes, count: Int(sqlite3_column_bytes(statement, index)))
     }
 }

@@ -16,6 +16,8 @@ final class ColumnReader {
 
     private let storage: Storage
     let columnCount: Int
+    /// Statements only: the column names, for ``copy()``.
+    private let columnNames: [String]
     /// Statements only: column positions by name (and lowercased name).
     private let indexByName: [String: Int]
     /// Statements only: the keys asked for in the previous row, in order, so
@@ -23,6 +25,10 @@ final class ColumnReader {
     /// lookup. Only the query's thread touches them, one row at a time.
     @exclusivity(unchecked) private var recentKeys: [(key: String, index: Int?)] = []
     @exclusivity(unchecked) private var position = 0
+    /// The serial of the one ``RowView`` that may read now; changed when a
+    /// view's `init(row:)` returns, so that a view kept beyond it reads
+    /// nothing (its statement has moved on, or is finalized).
+    @exclusivity(unchecked) private(set) var viewSerial: UInt64 = 0
 
     init(statement: Statement) {
         let columnNames = statement.columnNames
@@ -36,18 +42,38 @@ final class ColumnReader {
         }
         self.storage = .statement(statement.handle)
         self.columnCount = columnNames.count
+        self.columnNames = columnNames
         self.indexByName = indexByName
     }
 
     init(row: Row) {
         self.storage = .row(row)
         self.columnCount = row.count
+        self.columnNames = []
         self.indexByName = [:]
+    }
+
+    /// The current row as a ``Row`` that outlives the statement's step.
+    func copy() -> Row {
+        switch storage {
+        case .statement: return Row(columnNames: columnNames, values: (0..<columnCount).map { value(at: $0) })
+        case .row(let row): return row
+        }
     }
 
     /// Starts a new row: lookups replay from the first remembered key.
     @inline(__always)
     func startRow() { position = 0 }
+
+    /// Reads the current row with `read`, through a view that is valid
+    /// only during the call.
+    @inline(__always)
+    func withView<T>(_ read: (RowView) throws -> T) rethrows -> T {
+        position = 0
+        viewSerial &+= 1
+        defer { viewSerial &+= 1 }
+        return try read(RowView(reader: self, serial: viewSerial))
+    }
 
     /// The position of the column named `key` (exact name first, then
     /// case-insensitively), or nil.
@@ -117,8 +143,7 @@ final class ColumnReader {
         guard case .statement(let handle) = storage else { return String.fromDatabaseValue(value(at: index)) }
         let value = sqlite3_column_value(handle, Int32(index))
         guard sqlite3_value_type(value) == SQLITE_TEXT else { return nil }
-        guard let text = sqlite3_value_text(value) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+        return String(textOf: value)
     }
 }
 

@@ -1,0 +1,263 @@
+import DBWatch
+import Foundation
+import Testing
+
+/// Reads its columns by position, as a hot query would.
+private struct RankedPlayer: FetchableRecord, Equatable {
+    var id: Int64
+    var name: String
+    var score: Int
+    var bonus: Double?
+
+    init(id: Int64, name: String, score: Int, bonus: Double?) {
+        self.id = id
+        self.name = name
+        self.score = score
+        self.bonus = bonus
+    }
+
+    init(row: RowView) throws {
+        id = try row.decode(Int64.self, at: 0)
+        name = try row.decode(String.self, at: 1)
+        score = try row.decode(Int.self, at: 2)
+        bonus = try row.decode(Double?.self, at: 3)
+    }
+}
+
+/// Reads its columns by name.
+private struct Named: FetchableRecord, Equatable {
+    var name: String
+    var score: Int
+
+    init(row: RowView) throws {
+        name = try row.decode(String.self, at: "name")
+        score = try row.decode(Int.self, at: "SCORE")
+    }
+}
+
+/// Both `Decodable` and `FetchableRecord`: `source` tells which one built it.
+private struct Both: Decodable, FetchableRecord, Equatable {
+    var id: Int
+    var source: String
+
+    init(row: RowView) throws {
+        id = try row.decode(Int.self, at: 0)
+        source = "row"
+    }
+}
+
+@Suite("FetchableRecord: rows read in place by init(row:)")
+struct FetchableRecordTests {
+    func playerQueue() async throws -> DatabaseQueue {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score INTEGER NOT NULL, bonus REAL);
+                    INSERT INTO player VALUES (1, 'Arthur', 100, 0.5), (2, 'Barbara', 80, NULL), (3, 'Craig ünï', 50, 2);
+                    """)
+        }
+        return queue
+    }
+
+    @Test func fetchAllOneAndCursorReadByPositionAndName() async throws {
+        let queue = try await playerQueue()
+        let (all, one, none, viaCursor, named) = try await queue.read { db in
+            let all = try db.fetchAll(RankedPlayer.self, sql: "SELECT id, name, score, bonus FROM player ORDER BY id")
+            let one = try db.fetchOne(
+                RankedPlayer.self, sql: "SELECT id, name, score, bonus FROM player WHERE id = ?", arguments: [2])
+            let none = try db.fetchOne(
+                RankedPlayer.self, sql: "SELECT id, name, score, bonus FROM player WHERE id = 99")
+            let cursor = try db.fetchCursor(
+                RankedPlayer.self, sql: "SELECT id, name, score, bonus FROM player ORDER BY id DESC")
+            var viaCursor: [Int64] = []
+            while let player = try cursor.next() { viaCursor.append(player.id) }
+            // Names match exactly first, then case-insensitively.
+            let named = try db.fetchAll(Named.self, sql: "SELECT score AS Score, name FROM player ORDER BY id")
+            return (all, one, none, viaCursor, named)
+        }
+        #expect(
+            all == [
+                RankedPlayer(id: 1, name: "Arthur", score: 100, bonus: 0.5),
+                RankedPlayer(id: 2, name: "Barbara", score: 80, bonus: nil),
+                RankedPlayer(id: 3, name: "Craig ünï", score: 50, bonus: 2),
+            ])
+        #expect(one == RankedPlayer(id: 2, name: "Barbara", score: 80, bonus: nil))
+        #expect(none == nil)
+        #expect(viaCursor == [3, 2, 1])
+        #expect(named.map(\.name) == ["Arthur", "Barbara", "Craig ünï"])
+        #expect(named.map(\.score) == [100, 80, 50])
+    }
+
+    @Test func aTypeThatIsAlsoDecodableIsReadByInitRow() async throws {
+        let queue = try DatabaseQueue()
+        let (all, one, first) = try await queue.read { db in
+            let all = try db.fetchAll(Both.self, sql: "SELECT 1 AS id, 'sql' AS source UNION ALL SELECT 2, 'sql'")
+            let one = try db.fetchOne(Both.self, sql: "SELECT 3 AS id, 'sql' AS source")
+            let first = try db.fetchCursor(Both.self, sql: "SELECT 4 AS id, 'sql' AS source").next()
+            return (all, one, first)
+        }
+        #expect(all.map(\.source) == ["row", "row"])
+        #expect(all.map(\.id) == [1, 2])
+        #expect(one?.source == "row")
+        #expect(first?.id == 4)
+    }
+
+    @Test func viewOffersValuesCountAndACopy() async throws {
+        struct Probe: FetchableRecord {
+            var count: Int
+            var byIndex: DatabaseValue?
+            var outOfRange: DatabaseValue?
+            var byName: DatabaseValue?
+            var missing: DatabaseValue?
+            var index: Int?
+            var copy: Row
+
+            init(row: RowView) throws {
+                count = row.count
+                byIndex = row[1]
+                outOfRange = row[7]
+                byName = row["B"]
+                missing = row["nope"]
+                index = row.index(of: "c")
+                copy = try row.copy()
+            }
+        }
+        let queue = try DatabaseQueue()
+        let probes = try await queue.read { db in
+            try db.fetchAll(Probe.self, sql: "SELECT 1 AS a, 'two' AS b, x'00ff' AS c UNION ALL SELECT 2, NULL, 2.5")
+        }
+        try #require(probes.count == 2)
+        #expect(probes[0].count == 3)
+        #expect(probes[0].byIndex == .text("two"))
+        #expect(probes[0].outOfRange == nil)
+        #expect(probes[0].byName == .text("two"))
+        #expect(probes[0].missing == nil)
+        #expect(probes[0].index == 2)
+        // Each copy keeps its own row after the statement moved on.
+        #expect(probes[0].copy == Row(["a": 1, "b": "two", "c": Data([0, 255])]))
+        #expect(probes[1].copy == Row(["a": 2, "b": nil, "c": 2.5]))
+        #expect(probes[1].byName == .null)
+    }
+
+    @Test func wrongColumnsThrowTypedErrorsNamingTheColumn() async throws {
+        let queue = try await playerQueue()
+        func failure(_ sql: String) async throws -> DecodingError? {
+            do {
+                _ = try await queue.read { db in try db.fetchAll(RankedPlayer.self, sql: sql) }
+                return nil
+            } catch let error as DecodingError {
+                return error
+            }
+        }
+        // Too few columns: index 3 does not exist.
+        guard case .keyNotFound(let key, _)? = try await failure("SELECT id, name, score FROM player") else {
+            Issue.record("a missing column is keyNotFound")
+            return
+        }
+        #expect(key.intValue == 3)
+        // NULL in a non-optional value.
+        guard case .valueNotFound(_, let context)? = try await failure("SELECT id, NULL, score, bonus FROM player")
+        else {
+            Issue.record("NULL for a non-optional value is valueNotFound")
+            return
+        }
+        #expect(context.codingPath.first?.intValue == 1)
+        // Text in an integer.
+        guard case .typeMismatch(_, let mismatch)? = try await failure("SELECT id, name, name, bonus FROM player")
+        else {
+            Issue.record("text for an integer is typeMismatch")
+            return
+        }
+        #expect(mismatch.debugDescription.contains("TEXT"))
+        // A missing name names the column.
+        do {
+            _ = try await queue.read { db in try db.fetchAll(Named.self, sql: "SELECT name FROM player") }
+            Issue.record("a missing named column throws")
+        } catch DecodingError.keyNotFound(let key, _) {
+            #expect(key.stringValue == "SCORE")
+        }
+    }
+
+    /// A record that throws ends its cursor; the statement is reset, so the
+    /// same query runs again from its first row.
+    @Test func aThrowingInitEndsTheCursorAndTheQueryRunsAgain() async throws {
+        struct Failure: Error {}
+        struct FailsOnTwo: FetchableRecord {
+            var n: Int
+            init(row: RowView) throws {
+                n = try row.decode(Int.self, at: 0)
+                if n == 2 { throw Failure() }
+            }
+        }
+        let queue = try DatabaseQueue()
+        let sql = "SELECT column1 FROM (VALUES (1), (2), (3))"
+        let (seen, afterError, again) = try await queue.read { db in
+            let cursor = try db.fetchCursor(FailsOnTwo.self, sql: sql)
+            var seen: [Int] = []
+            do {
+                while let value = try cursor.next() { seen.append(value.n) }
+                Issue.record("row 2 throws")
+            } catch is Failure {}
+            let afterError = try cursor.next()
+            let again = try db.fetchOne(FailsOnTwo.self, sql: sql)
+            return (seen, afterError?.n, again?.n)
+        }
+        #expect(seen == [1])
+        #expect(afterError == nil)
+        #expect(again == 1)
+    }
+
+    /// A view kept beyond its `init(row:)` reads nothing. It cannot leave
+    /// the access closure (it is not `Sendable`), but inside it the
+    /// statement has moved on, or runs another query.
+    @Test func aKeptViewReadsNothing() async throws {
+        struct Keeper: FetchableRecord {
+            var view: RowView
+            var valueDuringInit: Int
+            init(row: RowView) throws {
+                view = row
+                valueDuringInit = try row.decode(Int.self, at: 0)
+            }
+        }
+        let queue = try DatabaseQueue()
+        let sql = "SELECT column1 FROM (VALUES (1), (2))"
+        let values = try await queue.read { db in
+            let kept = try db.fetchAll(Keeper.self, sql: sql)
+            // The cached statement runs again and stands on a row.
+            let cursor = try db.fetchCursor(Int.self, sql: sql)
+            _ = try cursor.next()
+            for keeper in kept {
+                #expect(keeper.view[0] == nil)
+                #expect(keeper.view["column1"] == nil)
+                #expect(keeper.view.index(of: "column1") == nil)
+                #expect(keeper.view.count == 1)
+                #expect(throws: SQLiteError.self) { try keeper.view.decode(Int.self, at: 0) }
+                #expect(throws: SQLiteError.self) { try keeper.view.decode(Int.self, at: "column1") }
+                #expect(throws: SQLiteError.self) { try keeper.view.copy() }
+            }
+            return kept.map(\.valueDuringInit)
+        }
+        #expect(values == [1, 2])
+    }
+
+    /// An observation whose request fetches records tracks their table.
+    @Test func anObservedRequestOfRecordsSeesEachCommit() async throws {
+        struct Leaders: Queryable {
+            static let defaultValue: [String] = []
+            func fetch(_ db: Database) throws -> [String] {
+                try db.fetchAll(
+                    RankedPlayer.self, sql: "SELECT id, name, score, bonus FROM player ORDER BY score DESC LIMIT 2"
+                )
+                .map(\.name)
+            }
+        }
+        let queue = try await playerQueue()
+        try await withTimeout(seconds: 30) {
+            var values = queue.observe(Leaders()).makeAsyncIterator()
+            #expect(try await values.next() == ["Arthur", "Barbara"])
+            try await queue.write { db in try db.execute(sql: "UPDATE player SET score = 200 WHERE id = 3") }
+            #expect(try await values.next() == ["Craig ünï", "Arthur"])
+        }
+    }
+}
