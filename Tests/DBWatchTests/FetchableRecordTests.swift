@@ -46,6 +46,29 @@ private struct Both: Decodable, FetchableRecord, Equatable {
     }
 }
 
+/// Runs its own query again, on the same connection, from `init(row:)`
+/// (through a reference handed over by the test), and reads its row again
+/// afterwards.
+private struct Reentrant: FetchableRecord {
+    static let sql = "SELECT column1 FROM (VALUES (1), (2), (3))"
+    nonisolated(unsafe) static var database: Database?
+    /// Rows read so far: a query that restarts would read forever.
+    nonisolated(unsafe) static var reads = 0
+    struct Restarted: Error {}
+
+    var before: Int
+    var nested: Int?
+    var after: Int
+
+    init(row: RowView) throws {
+        Reentrant.reads += 1
+        if Reentrant.reads > 10 { throw Restarted() }
+        before = try row.decode(Int.self, at: 0)
+        nested = try Reentrant.database?.fetchOne(Int.self, sql: Reentrant.sql)
+        after = try row.decode(Int.self, at: 0)
+    }
+}
+
 @Suite("FetchableRecord: rows read in place by init(row:)")
 struct FetchableRecordTests {
     func playerQueue() async throws -> DatabaseQueue {
@@ -260,4 +283,22 @@ struct FetchableRecordTests {
             #expect(try await values.next() == ["Craig ünï", "Arthur"])
         }
     }
+
+    /// A record whose `init(row:)` runs the same SQL again on the same
+    /// connection: the nested query gets a statement of its own, so the
+    /// outer one keeps its row and goes on from it (sharing the cached
+    /// statement reset it under the view, which then read `NULL`, and
+    /// restarted the outer query).
+    @Test func aNestedRunOfTheSameQueryLeavesTheOuterRowInPlace() async throws {
+        let queue = try DatabaseQueue()
+        let records = try await withTimeout {
+            try await queue.read { db in
+                Reentrant.database = db
+                defer { Reentrant.database = nil }
+                return try db.fetchAll(Reentrant.self, sql: Reentrant.sql).map { [$0.before, $0.nested, $0.after] }
+            }
+        }
+        #expect(records == [[1, 1, 1], [2, 1, 2], [3, 1, 3]])
+    }
+
 }

@@ -169,18 +169,21 @@ public final class Database {
     /// Returns the cached prepared statement for `sql`, preparing it on first use.
     ///
     /// `sql` must hold exactly one statement. The cache is emptied when a
-    /// statement changes the schema.
+    /// statement changes the schema. While the cached statement is between
+    /// rows (a cursor, or a record's `init(row:)`, is reading it), a new
+    /// statement that is not cached is returned instead: running the same
+    /// SQL then would reset the rows being read.
     ///
     /// ```swift
     /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
     /// ```
     public func cachedStatement(sql: String) throws -> Statement {
         if untrustedPolicy != nil {
-            if let statement = untrustedStatementCache[sql] {
+            if let statement = untrustedStatementCache[sql], sqlite3_stmt_busy(statement.handle) == 0 {
                 untrustedDeadline = nil
                 return statement
             }
-        } else if let statement = statementCache[sql] {
+        } else if let statement = statementCache[sql], sqlite3_stmt_busy(statement.handle) == 0 {
             return statement
         }
         let handle = try openHandle()
@@ -196,9 +199,9 @@ public final class Database {
         }
         if untrustedPolicy != nil {
             try checkUntrusted(statement)
-            untrustedStatementCache[sql] = statement
+            if untrustedStatementCache[sql] == nil { untrustedStatementCache[sql] = statement }
             untrustedDeadline = nil
-        } else {
+        } else if statementCache[sql] == nil {
             statementCache[sql] = statement
         }
         return statement
