@@ -301,4 +301,36 @@ struct FetchableRecordTests {
         #expect(records == [[1, 1, 1], [2, 1, 2], [3, 1, 3]])
     }
 
+    /// Names resolve as `Row.index(of:)` does: the exact name first, then the
+    /// first column that matches case-insensitively, whatever the other
+    /// columns are called; `Decodable` properties too.
+    @Test func columnsThatDifferOnlyByCaseResolveAsInRow() async throws {
+        struct Lookup: FetchableRecord {
+            var indexes: [Int?]
+            init(row: RowView) throws {
+                indexes = ["name", "Name", "NAME", "nAmE"].map { row.index(of: $0) }
+            }
+        }
+        struct Named: Decodable { var name: Int }
+        let queue = try DatabaseQueue()
+        let sql = "SELECT 1 AS NAME, 2 AS Name, 3 AS name"
+        let (viewIndexes, rowIndexes, decoded) = try await withTimeout {
+            try await queue.read { db in
+                let sqlWithoutLowercase = "SELECT 1 AS NAME, 2 AS Name"
+                return (
+                    [
+                        try db.fetchOne(Lookup.self, sql: sql)!.indexes,
+                        try db.fetchOne(Lookup.self, sql: sqlWithoutLowercase)!.indexes,
+                    ],
+                    [try db.fetchOne(sql: sql)!, try db.fetchOne(sql: sqlWithoutLowercase)!].map { row in
+                        ["name", "Name", "NAME", "nAmE"].map { row.index(of: $0) }
+                    },
+                    try db.fetchOne(Named.self, sql: sqlWithoutLowercase)!.name
+                )
+            }
+        }
+        #expect(rowIndexes == [[2, 1, 0, 0], [0, 1, 0, 0]])
+        #expect(viewIndexes == rowIndexes)
+        #expect(decoded == 1)
+    }
 }

@@ -18,8 +18,11 @@ final class ColumnReader {
     let columnCount: Int
     /// Statements only: the column names, for ``copy()``.
     private let columnNames: [String]
-    /// Statements only: column positions by name (and lowercased name).
+    /// Statements only: the first position of each column name, and of
+    /// each lowercased name (apart: a lowercased name may be another
+    /// column's exact name).
     private let indexByName: [String: Int]
+    private let indexByLowercasedName: [String: Int]
     /// Statements only: the keys asked for in the previous row, in order, so
     /// that later rows pay one string comparison per property instead of a
     /// lookup. Only the query's thread touches them, one row at a time.
@@ -33,17 +36,16 @@ final class ColumnReader {
     init(statement: Statement) {
         let columnNames = statement.columnNames
         var indexByName: [String: Int] = [:]
+        var indexByLowercasedName: [String: Int] = [:]
         for (index, name) in columnNames.enumerated().reversed() {
             indexByName[name] = index
-            indexByName[name.lowercased()] = indexByName[name.lowercased()] ?? index
-        }
-        for (index, name) in columnNames.enumerated() where indexByName[name.lowercased()] == nil {
-            indexByName[name.lowercased()] = index
+            indexByLowercasedName[name.lowercased()] = index
         }
         self.storage = .statement(statement.handle)
         self.columnCount = columnNames.count
         self.columnNames = columnNames
         self.indexByName = indexByName
+        self.indexByLowercasedName = indexByLowercasedName
     }
 
     init(row: Row) {
@@ -51,6 +53,7 @@ final class ColumnReader {
         self.columnCount = row.count
         self.columnNames = []
         self.indexByName = [:]
+        self.indexByLowercasedName = [:]
     }
 
     /// The current row as a ``Row`` that outlives the statement's step.
@@ -84,7 +87,7 @@ final class ColumnReader {
         if position < recentKeys.count, recentKeys[position].key == key {
             return recentKeys[position].index
         }
-        let index = indexByName[key] ?? indexByName[key.lowercased()]
+        let index = indexByName[key] ?? indexByLowercasedName[key.lowercased()]
         if position < recentKeys.count {
             recentKeys[position] = (key, index)
         } else {
