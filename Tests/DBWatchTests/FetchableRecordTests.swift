@@ -333,4 +333,43 @@ struct FetchableRecordTests {
         #expect(viewIndexes == rowIndexes)
         #expect(decoded == 1)
     }
+
+    /// Another connection adds a column: SQLite re-prepares the reader's
+    /// cached statement at its first step, and the view reads the new
+    /// columns (it was built from the columns before that step).
+    @Test func aViewSeesTheColumnsOfAStatementReprepared() async throws {
+        struct Columns: FetchableRecord {
+            var count: Int
+            var b: Int?
+            var copy: Row
+            init(row: RowView) throws {
+                count = row.count
+                b = try row.decode(Int?.self, at: "b")
+                copy = try row.copy()
+            }
+        }
+        struct Decoded: Decodable { var a: Int; var b: Int }
+        try await withTemporaryDirectory { directory in
+            var configuration = Configuration()
+            configuration.maximumReaderCount = 1
+            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
+            try await withTimeout {
+                try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
+                let before = try await pool.read { db in try db.fetchCursor(sql: "SELECT * FROM t").next() }
+                #expect(before?.columnNames == ["a"])
+                try await pool.write { db in try db.execute(sql: "ALTER TABLE t ADD COLUMN b DEFAULT 2") }
+                let (record, decoded) = try await pool.read { db in
+                    (
+                        try db.fetchOne(Columns.self, sql: "SELECT * FROM t"),
+                        try db.fetchOne(Decoded.self, sql: "SELECT * FROM t")
+                    )
+                }
+                #expect(record?.count == 2)
+                #expect(record?.b == 2)
+                #expect(record?.copy == Row(["a": 1, "b": 2]))
+                #expect(decoded?.b == 2)
+            }
+        }
+    }
+
 }

@@ -61,8 +61,8 @@ public final class DecodableCursor<T: Decodable> {
     let rows: ValueStepper<T>
 
     init(statement: Statement) {
-        self.rows = ValueStepper(
-            statement: statement, decodeRow: Database.rowDecoder(for: T.self, statement: statement))
+        let (decodeRow, reader) = Database.rowDecoder(for: T.self, statement: statement)
+        self.rows = ValueStepper(statement: statement, reader: reader, decodeRow: decodeRow)
     }
 
     /// The next value, or `nil` at the end.
@@ -84,7 +84,7 @@ public final class RecordCursor<T: FetchableRecord> {
 
     init(statement: Statement) {
         let reader = ColumnReader(statement: statement)
-        self.rows = ValueStepper(statement: statement) { try reader.withView(T.init(row:)) }
+        self.rows = ValueStepper(statement: statement, reader: reader) { try reader.withView(T.init(row:)) }
     }
 
     /// The next record, or `nil` at the end.
@@ -101,12 +101,18 @@ final class ValueStepper<T> {
     /// retain per row. The cursor lives inside the access closure, so this
     /// makes no cycle.
     private let database: Database
+    /// The columns `decodeRow` reads, if it reads them by name.
+    private let reader: ColumnReader?
     private let decodeRow: () throws -> T
     private var isDone = false
+    /// SQLite re-prepares a statement whose schema another connection
+    /// changed at its first step: the reader takes its columns again then.
+    private var isFirstRow = true
 
-    init(statement: Statement, decodeRow: @escaping () throws -> T) {
+    init(statement: Statement, reader: ColumnReader?, decodeRow: @escaping () throws -> T) {
         self.statement = statement
         self.database = statement.database
+        self.reader = reader
         self.decodeRow = decodeRow
     }
 
@@ -134,6 +140,10 @@ final class ValueStepper<T> {
         }
         if nullIsNil && statement.columnCount > 0 && sqlite3_column_type(statement.handle, 0) == SQLITE_NULL {
             return nil
+        }
+        if isFirstRow {
+            isFirstRow = false
+            reader?.takeColumns(of: statement)
         }
         do {
             return try decodeRow()

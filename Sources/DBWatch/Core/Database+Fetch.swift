@@ -228,11 +228,14 @@ extension Database {
     }
 
     /// The function that decodes the current row of `statement` as `T`,
-    /// chosen once per query.
-    static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> () throws -> T {
+    /// chosen once per query, and the reader of columns by name it uses, if
+    /// any.
+    static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> (
+        () throws -> T, ColumnReader?
+    ) {
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
             let handle = statement.handle
-            return {
+            let decodeRow: () throws -> T = {
                 guard statement.columnCount > 0 else {
                     throw DecodingError.valueNotFound(
                         T.self, .init(codingPath: [], debugDescription: "the query returns no column"))
@@ -242,14 +245,16 @@ extension Database {
                 let column = statement.columnNames.first.map { ColumnKey(name: $0, index: 0) } ?? ColumnKey(intValue: 0)
                 throw DecodingError.conversion(value, to: T.self, column: column)
             }
+            return (decodeRow, nil)
         }
         let reader = ColumnReader(statement: statement)
         // Made an existential once: each row passes the same reference.
         let decoder: any Decoder = ColumnDecoder(reader: reader)
-        return {
+        let decodeRow: () throws -> T = {
             reader.startRow()
             return try T(from: decoder)
         }
+        return (decodeRow, reader)
     }
 }
 

@@ -15,14 +15,16 @@ final class ColumnReader {
     }
 
     private let storage: Storage
-    let columnCount: Int
+    /// The columns below change only in ``takeColumns(of:)``, before the
+    /// first row is read.
+    @exclusivity(unchecked) private(set) var columnCount: Int
     /// Statements only: the column names, for ``copy()``.
-    private let columnNames: [String]
+    @exclusivity(unchecked) private var columnNames: [String]
     /// Statements only: the first position of each column name, and of
     /// each lowercased name (apart: a lowercased name may be another
     /// column's exact name).
-    private let indexByName: [String: Int]
-    private let indexByLowercasedName: [String: Int]
+    @exclusivity(unchecked) private var indexByName: [String: Int]
+    @exclusivity(unchecked) private var indexByLowercasedName: [String: Int]
     /// Statements only: the keys asked for in the previous row, in order, so
     /// that later rows pay one string comparison per property instead of a
     /// lookup. Only the query's thread touches them, one row at a time.
@@ -34,18 +36,9 @@ final class ColumnReader {
     @exclusivity(unchecked) private(set) var viewSerial: UInt64 = 0
 
     init(statement: Statement) {
-        let columnNames = statement.columnNames
-        var indexByName: [String: Int] = [:]
-        var indexByLowercasedName: [String: Int] = [:]
-        for (index, name) in columnNames.enumerated().reversed() {
-            indexByName[name] = index
-            indexByLowercasedName[name.lowercased()] = index
-        }
         self.storage = .statement(statement.handle)
-        self.columnCount = columnNames.count
-        self.columnNames = columnNames
-        self.indexByName = indexByName
-        self.indexByLowercasedName = indexByLowercasedName
+        (columnCount, columnNames, indexByName, indexByLowercasedName) = (0, [], [:], [:])
+        setColumns(statement.columnNames)
     }
 
     init(row: Row) {
@@ -54,6 +47,27 @@ final class ColumnReader {
         self.columnNames = []
         self.indexByName = [:]
         self.indexByLowercasedName = [:]
+    }
+
+    /// Takes the result columns of `statement` (again, after SQLite
+    /// re-prepared it at its first step: they may have changed).
+    func takeColumns(of statement: Statement) {
+        // Equal arrays that share storage compare without reading them.
+        if statement.columnNames != columnNames { setColumns(statement.columnNames) }
+    }
+
+    private func setColumns(_ names: [String]) {
+        var indexByName: [String: Int] = [:]
+        var indexByLowercasedName: [String: Int] = [:]
+        for (index, name) in names.enumerated().reversed() {
+            indexByName[name] = index
+            indexByLowercasedName[name.lowercased()] = index
+        }
+        self.columnCount = names.count
+        self.columnNames = names
+        self.indexByName = indexByName
+        self.indexByLowercasedName = indexByLowercasedName
+        recentKeys = []
     }
 
     /// The current row as a ``Row`` that outlives the statement's step.
