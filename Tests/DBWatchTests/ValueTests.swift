@@ -213,6 +213,37 @@ struct ValueTests {
         #expect(viaRow == Entry(id: 4, name: "four", score: nil))
     }
 
+    /// Two cursors of one SQL made before either steps get a statement
+    /// each: the second binds its own arguments and steps its own rows.
+    @Test func cursorsOfTheSameSQLDoNotShareTheirStatement() async throws {
+        let queue = try DatabaseQueue()
+        let sql = "SELECT value * ? FROM json_each('[1, 2, 3]')"
+        let (rows, records, values, again) = try await queue.read { db in
+            let first = try db.fetchCursor(sql: sql, arguments: [1])
+            let second = try db.fetchCursor(sql: sql, arguments: [10])
+            var rows: [Int] = []
+            while let a = try first.next(), let b = try second.next() {
+                rows += [try a.decode(Int.self, at: 0), try b.decode(Int.self, at: 0)]
+            }
+            let firstValues = try db.fetchCursor(Int.self, sql: sql, arguments: [2])
+            let secondValues = try db.fetchCursor(Int.self, sql: sql, arguments: [20])
+            var values: [Int] = []
+            while let a = try firstValues.next(), let b = try secondValues.next() { values += [a, b] }
+            // While a cursor holds the statement, fetchAll runs its own.
+            let held = try db.fetchCursor(Int.self, sql: sql, arguments: [3])
+            let records = try db.fetchAll(Int.self, sql: sql, arguments: [30])
+            let heldValues = [try held.next(), try held.next(), try held.next(), try held.next()]
+            // Once the cursors are over, the cached statement serves again.
+            return (
+                rows, records + heldValues.map { $0 ?? -1 }, values, try db.fetchAll(Int.self, sql: sql, arguments: [4])
+            )
+        }
+        #expect(rows == [1, 10, 2, 20, 3, 30])
+        #expect(values == [2, 20, 4, 40, 6, 60])
+        #expect(records == [30, 60, 90, 3, 6, 9, -1])
+        #expect(again == [4, 8, 12])
+    }
+
     @Test func failingCursorEndsAndItsStatementRunsAgain() async throws {
         struct Number: Decodable { var n: Int }
         let queue = try DatabaseQueue()

@@ -16,36 +16,23 @@ import CSQLite
 /// }
 /// ```
 public final class RowCursor {
-    let statement: Statement
-    private var isDone = false
+    let rows: ValueStepper<Row>
 
     init(statement: Statement) {
-        self.statement = statement
-    }
-
-    deinit {
-        if !isDone { statement.database.abandon(statement) }
+        let handle = statement.handle
+        self.rows = ValueStepper(statement: statement, reader: nil) {
+            var values: [DatabaseValue] = []
+            values.reserveCapacity(Int(statement.columnCount))
+            for index in 0..<statement.columnCount {
+                values.append(DatabaseValue(statement: handle, column: index))
+            }
+            return Row(columnNames: statement.columnNames, values: values)
+        }
     }
 
     /// The next row, or `nil` at the end.
     public func next() throws -> Row? {
-        guard !isDone else { return nil }
-        do {
-            guard try statement.database.step(statement) else {
-                isDone = true
-                return nil
-            }
-        } catch {
-            isDone = true
-            throw error
-        }
-        let handle = statement.handle
-        var values: [DatabaseValue] = []
-        values.reserveCapacity(Int(statement.columnCount))
-        for index in 0..<statement.columnCount {
-            values.append(DatabaseValue(statement: handle, column: index))
-        }
-        return Row(columnNames: statement.columnNames, values: values)
+        try rows.next(nullIsNil: false)
     }
 }
 
@@ -109,15 +96,28 @@ final class ValueStepper<T> {
     /// changed at its first step: the reader takes its columns again then.
     private var isFirstRow = true
 
+    /// Leases `statement` until the end of its rows: the statement cache
+    /// hands it to no one else meanwhile, even before its first step (a
+    /// second cursor of the same SQL would bind its own arguments over this
+    /// one's and step the same rows).
     init(statement: Statement, reader: ColumnReader?, decodeRow: @escaping () throws -> T) {
         self.statement = statement
         self.database = statement.database
         self.reader = reader
         self.decodeRow = decodeRow
+        statement.isLeased = true
     }
 
     deinit {
-        if !isDone { database.abandon(statement) }
+        if !isDone { finish(abandoning: true) }
+    }
+
+    /// The rows are over: resets the statement if they were not all read,
+    /// and gives it back to the statement cache.
+    private func finish(abandoning: Bool) {
+        isDone = true
+        if abandoning { database.abandon(statement) }
+        statement.isLeased = false
     }
 
     /// The next value; with `nullIsNil`, also `nil` when the row's first
@@ -131,11 +131,11 @@ final class ValueStepper<T> {
         } catch {
             // step has reset the statement already: stepping again would
             // restart the query.
-            isDone = true
+            finish(abandoning: false)
             throw error
         }
         guard hasRow else {
-            isDone = true
+            finish(abandoning: false)
             return nil
         }
         if nullIsNil && statement.columnCount > 0 && sqlite3_column_type(statement.handle, 0) == SQLITE_NULL {
@@ -148,8 +148,7 @@ final class ValueStepper<T> {
         do {
             return try decodeRow()
         } catch {
-            isDone = true
-            database.abandon(statement)
+            finish(abandoning: true)
             throw error
         }
     }

@@ -169,21 +169,22 @@ public final class Database {
     /// Returns the cached prepared statement for `sql`, preparing it on first use.
     ///
     /// `sql` must hold exactly one statement. The cache is emptied when a
-    /// statement changes the schema. While the cached statement is between
-    /// rows (a cursor, or a record's `init(row:)`, is reading it), a new
-    /// statement that is not cached is returned instead: running the same
-    /// SQL then would reset the rows being read.
+    /// statement changes the schema. While a cursor holds the cached
+    /// statement (from `fetchCursor` until its last row, or a `fetchAll`
+    /// whose record's `init(row:)` runs the same SQL), a new statement that
+    /// is not cached is returned instead: running the same SQL then would
+    /// rebind or reset the rows being read.
     ///
     /// ```swift
     /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
     /// ```
     public func cachedStatement(sql: String) throws -> Statement {
         if untrustedPolicy != nil {
-            if let statement = untrustedStatementCache[sql], sqlite3_stmt_busy(statement.handle) == 0 {
+            if let statement = untrustedStatementCache[sql], statement.isAvailable {
                 untrustedDeadline = nil
                 return statement
             }
-        } else if let statement = statementCache[sql], sqlite3_stmt_busy(statement.handle) == 0 {
+        } else if let statement = statementCache[sql], statement.isAvailable {
             return statement
         }
         let handle = try openHandle()

@@ -33,6 +33,13 @@ public final class Statement {
     /// The result column names, in order.
     public private(set) var columnNames: [String]
     private(set) var columnCount: Int32
+    /// A cursor reads this statement's rows (see `ValueStepper`): the
+    /// statement cache does not hand it out meanwhile.
+    var isLeased = false
+
+    /// Whether the statement cache may hand the statement out: no cursor
+    /// holds it and it is not between rows.
+    var isAvailable: Bool { !isLeased && sqlite3_stmt_busy(handle) == 0 }
 
     init(handle: OpaquePointer, database: Database, sql: String, footprint: StatementFootprint) {
         self.handle = handle
