@@ -129,6 +129,26 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// A FIFO given as the database is an error at once, for every command:
+    /// nothing waits forever for a writer that never comes.
+    @Test func aFIFOIsNotADatabaseAndNothingWaitsForAWriter() async throws {
+        try await withScratch { scratch in
+            let fifo = scratch.file("fifo.sqlite")
+            #expect(mkfifo(fifo, 0o644) == 0)
+            for arguments in [
+                ["watch", fifo, "SELECT 1", "--once"], ["watch", fifo, "SELECT 1", "--count", "1"],
+                ["explain", fifo, "SELECT 1"], ["migrate", fifo, "--dir", Repository.migrations.path],
+                ["migrate", fifo, "--dir", Repository.migrations.path, "--status"],
+                ["demo", "--db", fifo, "--duration", "1"],
+            ] {
+                let snapshot = try await DBWatchRun.run(arguments, timeout: 20)
+                #expect(snapshot.exitStatus == 66, "\(arguments): \(snapshot)")
+                #expect(snapshot.stderr.hasPrefix("dbwatch: cannot read the database"), "\(snapshot)")
+            }
+            #expect(try scratch.listing() == ["fifo.sqlite"])
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()
