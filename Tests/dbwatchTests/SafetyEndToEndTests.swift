@@ -149,6 +149,25 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// Table, column and index names come from the database, and a view
+    /// hides them from the SQL typed: `explain` shows them escaped.
+    @Test func explainEscapesControlCharactersInSchemaNames() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("names.sqlite")
+            try Shell.sqlite(
+                """
+                CREATE TABLE "x\u{1B}[2Jevil" ("c\u{1B}[31m" INTEGER);
+                CREATE INDEX "i\u{1B}]0;title\u{7}" ON "x\u{1B}[2Jevil" ("c\u{1B}[31m");
+                CREATE VIEW v AS SELECT * FROM "x\u{1B}[2Jevil" WHERE "c\u{1B}[31m" > 1;
+                """, on: path)
+            let snapshot = try await DBWatchRun.run(["explain", path, "SELECT * FROM v"])
+            #expect(snapshot.exitStatus == 0, "\(snapshot)")
+            #expect(!snapshot.stdout.contains("\u{1B}") && !snapshot.stdout.contains("\u{7}"), "\(snapshot)")
+            #expect(snapshot.stdout.contains("Observes main.x\\x1b[2jevil: columns c\\x1b[31m."), "\(snapshot)")
+            #expect(snapshot.stdout.contains("rows of main.x\\x1b[2jevil, or updates its column c\\x1b[31m"))
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()
