@@ -168,6 +168,40 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// Swift replaces bytes that are not UTF-8 with U+FFFD in the command
+    /// line: a Latin-1 path named another file, which `migrate` created and
+    /// migrated, reporting success, while `watch` called the real file
+    /// missing. Such an argument is a usage error, and nothing is created.
+    @Test func anArgumentThatIsNotUTF8IsAUsageErrorThatCreatesNothing() async throws {
+        try await withScratch { scratch in
+            _ = try makeDatabase(in: scratch)
+            // The arguments are passed by a shell: a Swift String cannot hold the byte \351.
+            let script = """
+                cd "$1" || exit 99
+                cp db.sqlite "$(printf 'lat\\351.sqlite')"
+                timeout 60 "$0" migrate "$(printf 'lat\\351.sqlite')" --dir "$2" 2>&1; echo "exit $?"
+                timeout 60 "$0" watch "$(printf 'lat\\351.sqlite')" "SELECT 1" --once 2>&1; echo "exit $?"
+                timeout 60 "$0" watch db.sqlite "SELECT ?" --arg "$(printf '\\377')" --once 2>&1; echo "exit $?"
+                ls | wc -l
+                """
+            let output = try Shell.run(
+                "/bin/sh", ["-c", script, DBWatchBinary.path, scratch.path, Repository.migrations.path])
+            #expect(
+                output == """
+                    dbwatch: argument 2 is not valid UTF-8: lat\u{FFFD}.sqlite \
+                    (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    dbwatch: argument 2 is not valid UTF-8: lat\u{FFFD}.sqlite \
+                    (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    dbwatch: argument 5 is not valid UTF-8: \u{FFFD} (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    2
+
+                    """)
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()
