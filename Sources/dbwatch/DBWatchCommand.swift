@@ -1,5 +1,9 @@
 import ArgumentParser
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `dbwatch`: watch any SQLite database live from the terminal.
 ///
 /// ```sh
@@ -31,6 +35,12 @@ struct DBWatchCommand: AsyncParsableCommand {
     /// starts with `-` (a `--` comment), which reads as an option, and
     /// reporting an unwritable standard output for `--help` too.
     static func main() async {
+        if let (position, shown) = nonUTF8Argument(Array(CommandLine.rawArguments.dropFirst())) {
+            Output.standardError(
+                "dbwatch: argument \(position) is not valid UTF-8: \(shown) "
+                    + "(paths, SQL and --arg values must be UTF-8 text)\n")
+            exit(withError: ExitCode.validationFailure)
+        }
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
             var command = try await asyncParseAsRoot(arguments)
@@ -54,6 +64,18 @@ struct DBWatchCommand: AsyncParsableCommand {
         }
     }
 
+    /// The position (from 1) of the first argument whose bytes are not
+    /// UTF-8, and the argument as it can be shown (`lat\u{FFFD}.sqlite`),
+    /// or `nil`. Swift replaces such bytes with U+FFFD in
+    /// `CommandLine.arguments`: the path would name another file (one that
+    /// `migrate` would create), and SQL or a value would silently change.
+    static func nonUTF8Argument(_ arguments: [[UInt8]]) -> (position: Int, shown: String)? {
+        guard let index = arguments.firstIndex(where: { String(validating: $0, as: UTF8.self) == nil }) else {
+            return nil
+        }
+        return (index + 1, CellText.sanitized(String(decoding: arguments[index], as: UTF8.self)))
+    }
+
     /// A hint when an argument before `--` starts with `-` and holds a
     /// space or a line break, which no option does: SQL such as
     /// `"-- comment\nSELECT 1"`, taken for an option.
@@ -69,5 +91,16 @@ struct DBWatchCommand: AsyncParsableCommand {
             Hint: SQL that starts with "-" (a -- comment) is read as an option; put -- before the SQL, \
             after the options: dbwatch watch app.sqlite --once -- "-- comment…"
             """
+    }
+}
+
+extension CommandLine {
+    /// The arguments' bytes as the process received them, program name
+    /// first (``CommandLine/arguments`` repairs bytes that are not UTF-8).
+    static var rawArguments: [[UInt8]] {
+        (0..<Int(argc)).map { index in
+            guard let argument = unsafeArgv[index] else { return [] }
+            return Array(UnsafeRawBufferPointer(start: argument, count: strlen(argument)))
+        }
     }
 }

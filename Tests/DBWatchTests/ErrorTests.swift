@@ -79,6 +79,41 @@ struct ErrorTests {
         }
     }
 
+    /// A FIFO (a named pipe, or `/dev/fd/63` from a shell's `<(…)`) is not
+    /// a database: opening it fails at once instead of waiting forever for
+    /// a writer, read-only or not.
+    @Test func aFIFOIsNotADatabaseAndTheOpenDoesNotWait() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("fifo.sqlite")
+            #expect(mkfifo(path, 0o644) == 0)
+            defer {
+                // Releases an open that blocked (before the fix), so that no thread stays stuck.
+                let writer = open(path, O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+            var configuration = Configuration()
+            configuration.readOnly = true
+            let readOnly = configuration
+            let opens: [@Sendable () throws -> Void] = [
+                { _ = try DatabaseQueue(path: path, configuration: readOnly) },
+                { _ = try DatabasePool(path: path, configuration: readOnly) },
+                { _ = try DatabaseQueue(path: path) },
+            ]
+            for open in opens {
+                let error = try await withTimeout(seconds: 20) { () -> SQLiteError? in
+                    do {
+                        try open()
+                        return nil
+                    } catch let error as SQLiteError {
+                        return error
+                    }
+                }
+                #expect(error?.code == .notADatabase, "\(String(describing: error))")
+                #expect(error?.message?.contains(path) == true)
+            }
+        }
+    }
+
     @Test func fileColonPathIsPlain() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

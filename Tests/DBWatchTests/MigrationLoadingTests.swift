@@ -134,6 +134,39 @@ struct MigrationLoadingTests {
         }
     }
 
+    /// A `.sql` name that is a FIFO or a link to a device is not read: the
+    /// FIFO would block the open until a writer comes, `/dev/zero` never ends.
+    @Test func aFIFOOrADeviceIsUnreadableNotReadForever() async throws {
+        try await withTemporaryDirectory { directory in
+            let fifo = try directory.migrationDirectory(["0001_a.sql": "SELECT 1;"], named: "fifo")
+            #expect(mkfifo(fifo + "/0002_fifo.sql", 0o644) == 0)
+            defer {
+                // Releases an open that blocked (before the fix), so that no thread stays stuck.
+                let writer = open(fifo + "/0002_fifo.sql", O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+            let device = try directory.migrationDirectory(["0001_a.sql": "SELECT 1;"], named: "device")
+            try FileManager.default.createSymbolicLink(
+                atPath: device + "/0002_zero.sql", withDestinationPath: "/dev/zero")
+            for (path, name) in [(fifo, "0002_fifo.sql"), (device, "0002_zero.sql")] {
+                let outcome = try await withTimeout(seconds: 20) { () -> MigrationError? in
+                    do {
+                        _ = try Migrator(directory: path)
+                        return nil
+                    } catch let error as MigrationError {
+                        return error
+                    }
+                }
+                guard case .unreadable(let file, let reason) = outcome else {
+                    Issue.record("\(name): \(String(describing: outcome))")
+                    continue
+                }
+                #expect(file == path + "/" + name)
+                #expect(reason == "not a regular file")
+            }
+        }
+    }
+
     @Test func emptyDirectoryHasNoMigrations() async throws {
         try await withTemporaryDirectory { directory in
             let migrator = try Migrator(directory: try directory.migrationDirectory([:]))

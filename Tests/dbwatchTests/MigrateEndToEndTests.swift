@@ -295,6 +295,40 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// Names and records that hold control characters (a file name, the
+    /// history table of a database someone else wrote, SQL) are printed
+    /// escaped: they cannot move the cursor, retitle or recolour the terminal.
+    @Test func controlCharactersInNamesAndRecordsAreShownEscaped() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: migrations + "/" + names[0], toPath: folder + "/" + names[0])
+            try Data().write(to: URL(fileURLWithPath: folder + "/0002_\u{1B}[31mred\u{7}.sql"))
+            let badName = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(badName.exitStatus == 65, "\(badName)")
+            #expect(badName.stderr.contains("`0002_\\x1b[31mred\\x07.sql`"), "\(badName)")
+            try FileManager.default.removeItem(atPath: folder + "/0002_\u{1B}[31mred\u{7}.sql")
+            let applied = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(applied.exitStatus == 0, "\(applied)")
+            try Shell.sqlite(
+                """
+                UPDATE dbwatch_migrations SET applied_at = char(27) || ']0;title' || char(7);
+                INSERT INTO dbwatch_migrations VALUES (2, 'x' || char(27) || '[2J', 'ab', char(27) || '[31m');
+                """, on: path)
+            let status = try await DBWatchRun.run(["migrate", path, "--dir", folder, "--status"])
+            #expect(status.exitStatus == 65, "\(status)")
+            let sql = try await DBWatchRun.run(["watch", path, "SELECT * FROM \u{1B}[31mred", "--once"])
+            #expect(sql.exitStatus == 65, "\(sql)")
+            for run in [badName, status, sql] {
+                #expect(!(run.stdout + run.stderr).contains("\u{1B}"), "\(run)")
+                #expect(!(run.stdout + run.stderr).contains("\u{7}"), "\(run)")
+            }
+            #expect(status.stdout.contains("\\x1b]0;title\\x07"), "\(status)")
+            #expect(status.stderr.contains("0002_x\\x1b[2J.sql"), "\(status)")
+        }
+    }
+
     @Test func badDirectoriesAndTargets() async throws {
         try await withScratch { scratch in
             let path = scratch.file("app.sqlite")

@@ -57,4 +57,18 @@ struct OutputEndToEndTests {
         #expect(result.stdout == "\(128 + SIGPIPE)\n", "\(result)")
         #expect(result.stderr.isEmpty, "\(result)")
     }
+
+    /// `watch` prints nothing while nothing changes: a reader that took the
+    /// first value and closed the pipe (`| head -1`) still ends it at once,
+    /// instead of at the next commit, which may never come.
+    @Test func aClosedPipeEndsAnIdleWatch() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("db.sqlite")
+            try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
+            let script = #"timeout 30 "$0" "$@" | head -n 1; echo "${PIPESTATUS[0]}""#
+            let result = try runScript(script, ["watch", path, "SELECT a FROM t", "--format", "csv"])
+            #expect(result.stdout == "a\r\n\(128 + SIGPIPE)\n", "\(result)")
+            #expect(result.stderr.isEmpty, "\(result)")
+        }
+    }
 }

@@ -129,6 +129,79 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// A FIFO given as the database is an error at once, for every command:
+    /// nothing waits forever for a writer that never comes.
+    @Test func aFIFOIsNotADatabaseAndNothingWaitsForAWriter() async throws {
+        try await withScratch { scratch in
+            let fifo = scratch.file("fifo.sqlite")
+            #expect(mkfifo(fifo, 0o644) == 0)
+            for arguments in [
+                ["watch", fifo, "SELECT 1", "--once"], ["watch", fifo, "SELECT 1", "--count", "1"],
+                ["explain", fifo, "SELECT 1"], ["migrate", fifo, "--dir", Repository.migrations.path],
+                ["migrate", fifo, "--dir", Repository.migrations.path, "--status"],
+                ["demo", "--db", fifo, "--duration", "1"],
+            ] {
+                let snapshot = try await DBWatchRun.run(arguments, timeout: 20)
+                #expect(snapshot.exitStatus == 66, "\(arguments): \(snapshot)")
+                #expect(snapshot.stderr.hasPrefix("dbwatch: cannot read the database"), "\(snapshot)")
+            }
+            #expect(try scratch.listing() == ["fifo.sqlite"])
+        }
+    }
+
+    /// Table, column and index names come from the database, and a view
+    /// hides them from the SQL typed: `explain` shows them escaped.
+    @Test func explainEscapesControlCharactersInSchemaNames() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("names.sqlite")
+            try Shell.sqlite(
+                """
+                CREATE TABLE "x\u{1B}[2Jevil" ("c\u{1B}[31m" INTEGER);
+                CREATE INDEX "i\u{1B}]0;title\u{7}" ON "x\u{1B}[2Jevil" ("c\u{1B}[31m");
+                CREATE VIEW v AS SELECT * FROM "x\u{1B}[2Jevil" WHERE "c\u{1B}[31m" > 1;
+                """, on: path)
+            let snapshot = try await DBWatchRun.run(["explain", path, "SELECT * FROM v"])
+            #expect(snapshot.exitStatus == 0, "\(snapshot)")
+            #expect(!snapshot.stdout.contains("\u{1B}") && !snapshot.stdout.contains("\u{7}"), "\(snapshot)")
+            #expect(snapshot.stdout.contains("Observes main.x\\x1b[2jevil: columns c\\x1b[31m."), "\(snapshot)")
+            #expect(snapshot.stdout.contains("rows of main.x\\x1b[2jevil, or updates its column c\\x1b[31m"))
+        }
+    }
+
+    /// Swift replaces bytes that are not UTF-8 with U+FFFD in the command
+    /// line: a Latin-1 path named another file, which `migrate` created and
+    /// migrated, reporting success, while `watch` called the real file
+    /// missing. Such an argument is a usage error, and nothing is created.
+    @Test func anArgumentThatIsNotUTF8IsAUsageErrorThatCreatesNothing() async throws {
+        try await withScratch { scratch in
+            _ = try makeDatabase(in: scratch)
+            // The arguments are passed by a shell: a Swift String cannot hold the byte \351.
+            let script = """
+                cd "$1" || exit 99
+                cp db.sqlite "$(printf 'lat\\351.sqlite')"
+                timeout 60 "$0" migrate "$(printf 'lat\\351.sqlite')" --dir "$2" 2>&1; echo "exit $?"
+                timeout 60 "$0" watch "$(printf 'lat\\351.sqlite')" "SELECT 1" --once 2>&1; echo "exit $?"
+                timeout 60 "$0" watch db.sqlite "SELECT ?" --arg "$(printf '\\377')" --once 2>&1; echo "exit $?"
+                ls | wc -l
+                """
+            let output = try Shell.run(
+                "/bin/sh", ["-c", script, DBWatchBinary.path, scratch.path, Repository.migrations.path])
+            #expect(
+                output == """
+                    dbwatch: argument 2 is not valid UTF-8: lat\u{FFFD}.sqlite \
+                    (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    dbwatch: argument 2 is not valid UTF-8: lat\u{FFFD}.sqlite \
+                    (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    dbwatch: argument 5 is not valid UTF-8: \u{FFFD} (paths, SQL and --arg values must be UTF-8 text)
+                    exit 64
+                    2
+
+                    """)
+        }
+    }
+
     @Test func randomBytesAndTextAreNotADatabase() async throws {
         try await withScratch { scratch in
             var generator = SystemRandomNumberGenerator()

@@ -1,6 +1,10 @@
 import CSQLite
 import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One SQLite connection.
 ///
 /// You get a `Database` inside the closures of ``DatabaseQueue`` and
@@ -104,6 +108,12 @@ public final class Database {
         } else if path.hasPrefix("file:") {
             // This SQLite is built with SQLITE_USE_URI: keep a plain path plain.
             openPath = "./" + path
+        }
+        // SQLite's open(2) of a FIFO waits for a writer, forever and past
+        // any cancellation: a named pipe, or `/dev/fd/63` from a shell's `<(…)`.
+        var status = stat()
+        if stat(openPath, &status) == 0, status.st_mode & S_IFMT == S_IFIFO {
+            throw SQLiteError(code: .notADatabase, message: "not a database file: it is a FIFO (\(path))")
         }
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(openPath, &handle, flags, nil)

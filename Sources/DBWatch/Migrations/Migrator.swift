@@ -123,13 +123,23 @@ public struct Migrator: Sendable {
     }
 
     /// The bytes of the file at `path`, or ``MigrationError/unreadable(path:reason:)``
-    /// with the system's reason.
+    /// with the system's reason. Only a regular file (or a link to one) is
+    /// read: a FIFO would block the open forever, and a device such as
+    /// `/dev/zero` never ends.
     private static func contents(of path: String) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY)
+        // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw MigrationError.unreadable(path: path, reason: String(cString: strerror(errno)))
         }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw MigrationError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw MigrationError.unreadable(path: path, reason: "not a regular file")
+        }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {

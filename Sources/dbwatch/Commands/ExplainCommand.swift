@@ -83,23 +83,26 @@ struct ExplainCommand: AsyncParsableCommand {
     }
 
     /// The explanation in words: the library's one line per table, then
-    /// when a change makes the query refetch.
+    /// when a change makes the query refetch. Names from the schema are
+    /// shown with their control characters escaped.
     static func words(for explanation: QueryExplanation, sql: String) -> String {
         let region = explanation.region
         let flat = CellText.sanitized(sql.split(whereSeparator: \.isNewline).joined(separator: " "))
         var lines = ["Query: " + flat, ""]
-        lines.append(explanation.description)
+        lines += explanation.description.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { CellText.sanitized(String($0)) }
         guard !region.isEmpty else { return lines.joined(separator: "\n") }
         lines.append("")
         lines.append("DBWatch refetches it after a commit that:")
-        for table in region.tables.keys.sorted() {
-            switch region.tables[table]! {
+        for key in region.tables.keys.sorted() {
+            let table = CellText.sanitized("\(key)")
+            switch region.tables[key]! {
             case .all:
                 lines.append("  - changes anything in \(table)")
             case .columns(let columns) where columns.isEmpty:
                 lines.append("  - inserts or deletes rows of \(table)")
             case .columns(let columns):
-                let names = columns.sorted().joined(separator: ", ")
+                let names = columns.sorted().map(CellText.sanitized).joined(separator: ", ")
                 let noun = columns.count == 1 ? "column" : "columns"
                 lines.append("  - inserts or deletes rows of \(table), or updates its \(noun) \(names)")
             }

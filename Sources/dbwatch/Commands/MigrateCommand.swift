@@ -156,11 +156,11 @@ struct MigrateCommand: AsyncParsableCommand {
 
     /// `at 0002_add_score_history.sql (2 of 4 applied, 2 pending)` or
     /// `at no migration yet (0 of 4 applied)`: what the records say, not
-    /// whether the database holds anything.
+    /// whether the database holds anything (their text shown escaped).
     static func position(_ status: MigrationStatus, total: Int) -> String {
         guard let last = status.applied.last else { return "at no migration yet (0 of \(total) applied)" }
         let state = status.pending.isEmpty ? "up to date" : "\(status.pending.count) pending"
-        return "at \(last.fileName) (\(status.applied.count) of \(total) applied, \(state))"
+        return "at \(CellText.sanitized(last.fileName)) (\(status.applied.count) of \(total) applied, \(state))"
     }
 
     private static func milliseconds(_ duration: Duration) -> Int64 {
@@ -178,7 +178,7 @@ struct MigrateCommand: AsyncParsableCommand {
         for migration in migrator.migrations {
             let name = CellText.padded(migration.fileName, toWidth: width)
             if let record = applied[migration.number] {
-                lines.append("  applied   \(name)  \(record.appliedAt)")
+                lines.append("  applied   \(name)  \(CellText.sanitized(record.appliedAt))")
             } else if changed.contains(migration.number) {
                 lines.append("  CHANGED   \(name)  edited after it was applied")
             } else {
@@ -187,7 +187,8 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         for record in status.unknown {
             let name = CellText.padded(CellText.sanitized(record.fileName), toWidth: width)
-            lines.append("  UNKNOWN   \(name)  applied \(record.appliedAt), not in \(CellText.sanitized(dir))")
+            let appliedAt = CellText.sanitized(record.appliedAt)
+            lines.append("  UNKNOWN   \(name)  applied \(appliedAt), not in \(CellText.sanitized(dir))")
         }
         Output.standardOutput(lines.joined(separator: "\n") + "\n")
         if !status.matchesHistory {

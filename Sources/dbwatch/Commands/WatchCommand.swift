@@ -88,6 +88,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let interrupt = InterruptSignal()
+        Output.endWhenStandardOutputCloses()
         let terminal = Terminal.standardOutput(color: color)
         let format = self.format ?? (terminal.isTerminal ? .table : .ndjson)
         var printer = WatchPrinter(format: format, changes: changes, queries: sql)

@@ -33,9 +33,12 @@ extension DatabaseFile {
 
     /// Whether the file's header says WAL mode (bytes 18 and 19, the file
     /// format versions, are 2). Reads 100 bytes; `false` when it cannot.
+    /// Opens without blocking: a FIFO would wait for a writer forever
+    /// (SQLite then reports it as unreadable).
     static func isInWALMode(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK)
+        guard descriptor >= 0 else { return false }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         guard let header = try? handle.read(upToCount: 100), header.count == 100 else { return false }
         let bytes = [UInt8](header)
         return bytes.starts(with: Array("SQLite format 3\0".utf8)) && bytes[18] == 2 && bytes[19] == 2

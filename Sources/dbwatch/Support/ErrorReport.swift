@@ -13,6 +13,10 @@ import DBWatch
 enum ErrorReport {
     /// The report for `error`, several lines, without a final newline.
     ///
+    /// Control characters are shown escaped (`\x1b`) on every line: file
+    /// names, SQLite's messages (which quote the SQL) and records read from
+    /// the database must not move the cursor or change colours.
+    ///
     /// - Parameters:
     ///   - error: the failure.
     ///   - context: what was being done, for example `query 2`; `nil` for none.
@@ -21,6 +25,17 @@ enum ErrorReport {
     ///     a failed write is then SQLite's own files, not the user's data.
     static func text(
         for error: any Error, context: String? = nil, sql: String? = nil, readOnlyCommand: Bool = false
+    ) -> String {
+        unsafeText(for: error, context: context, sql: sql, readOnlyCommand: readOnlyCommand)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .map { CellText.sanitized($0.replacingOccurrences(of: "\t", with: " ")) }
+            .joined(separator: "\n")
+    }
+
+    /// The report as ``text(for:context:sql:readOnlyCommand:)`` gives it, before control
+    /// characters are escaped.
+    private static func unsafeText(
+        for error: any Error, context: String?, sql: String?, readOnlyCommand: Bool
     ) -> String {
         let prefix = "dbwatch: " + (context.map { "\($0): " } ?? "")
         switch error {

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -27,6 +29,31 @@ enum Output {
         }
         write("dbwatch: cannot write the output: \(String(cString: strerror(error)))\n", to: STDERR_FILENO)
         exit(ExitStatus.writeFailed.rawValue)
+    }
+
+    /// Ends the process by `SIGPIPE` as soon as the reader of standard
+    /// output closes its pipe, even while nothing is written: `watch` may
+    /// print nothing for hours, and `| head -1` must not wait for the next
+    /// change. Does nothing when standard output is not a pipe. A thread
+    /// of its own waits in `poll(2)`, which reports `POLLERR` on a pipe
+    /// whose reader is gone.
+    static func endWhenStandardOutputCloses() {
+        var status = stat()
+        guard fstat(STDOUT_FILENO, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return }
+        let thread = Thread {
+            var descriptor = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+            while poll(&descriptor, 1, -1) < 0 && errno == EINTR {}
+            guard descriptor.revents & Int16(POLLERR | POLLHUP) != 0 else { return }
+            // The thread may have inherited a mask that blocks it.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_UNBLOCK, &pipeSignal, nil)
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        thread.name = "dbwatch.stdout"
+        thread.start()
     }
 
     /// Writes `text` to standard error.
