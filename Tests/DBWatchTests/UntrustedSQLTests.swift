@@ -125,6 +125,43 @@ struct UntrustedSQLTests {
         }
     }
 
+    /// One function call that makes a huge value cannot be stopped by the
+    /// time limit; the length limit refuses the value, and is lifted after.
+    @Test func valuesBeyondTheMaximumLengthAreRefused() async throws {
+        let queue = try DatabaseQueue()
+        let (codes, fits, bounded, after, defaultLimit) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES (zeroblob(2000))")
+            var policy = UntrustedSQLPolicy()
+            policy.maximumValueLength = 1000
+            var codes: [ResultCode?] = []
+            let sqls = [
+                "SELECT zeroblob(5000)", "SELECT v FROM t", "SELECT replace(printf('%.*c', 900, 'x'), 'x', 'xx')",
+            ]
+            for sql in sqls {
+                do {
+                    _ = try db.withUntrustedSQL(policy) { try db.fetchAll(sql: sql) }
+                    codes.append(nil)
+                } catch let error as SQLiteError {
+                    codes.append(error.code)
+                }
+            }
+            // SQLite's printf() gives NULL instead of a value beyond the limit.
+            let (fits, bounded) = try db.withUntrustedSQL(policy) {
+                (
+                    try db.fetchOne(Int.self, sql: "SELECT length(printf('%.*c', 900, 'x'))"),
+                    try db.fetchOne(Int?.self, sql: "SELECT printf('%.*c', 5000, 'x')")
+                )
+            }
+            let after = try db.fetchOne(Int.self, sql: "SELECT length(printf('%.*c', 5000, 'x'))")
+            return (codes, fits, bounded, after, UntrustedSQLPolicy().maximumValueLength)
+        }
+        #expect(codes == [.tooBig, .tooBig, .tooBig])
+        #expect(fits == 900)
+        #expect(bounded == .some(nil))
+        #expect(after == 5000)
+        #expect(defaultLimit == 100_000_000)
+    }
+
     @Test func trustedSQLIsUnaffectedAfterwards() async throws {
         let queue = try DatabaseQueue()
         let count = try await queue.write { db -> Int in

@@ -261,6 +261,18 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// One function call that would make a gigabyte fails at once instead
+    /// of filling memory and the terminal (the time limit cannot stop it).
+    @Test func aHugeValueFailsAtOnce() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let huge = try await DBWatchRun.run(["watch", path, "SELECT zeroblob(1000000000)", "--once"])
+            #expect(huge.exitStatus == 65, "\(huge)")
+            #expect(huge.stderr.contains("too big"), "\(huge)")
+            #expect(huge.stdout.isEmpty, "\(huge)")
+        }
+    }
+
     @Test func badSQLShowsSQLitesMessageAndPosition() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)

@@ -2,7 +2,8 @@ import CSQLite
 
 extension Database {
     /// Runs `body` under `policy`: statements prepared inside may only read,
-    /// and each may run only for the policy's time limit.
+    /// each may run only for the policy's time limit, and no value may grow
+    /// beyond its maximum length.
     ///
     /// Statements prepared here are cached apart from the others, so SQL
     /// text that DBWatch itself also uses never skips the checks.
@@ -19,10 +20,17 @@ extension Database {
         untrustedPolicy = policy
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_progress_handler(handle, 1000, untrustedProgressHandler, context)
+        // A negative value only reads the limit.
+        let lengthLimit = sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, -1)
+        if let maximum = policy.maximumValueLength {
+            // Never above the connection's own limit, and at least 1 byte.
+            sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32(clamping: min(max(maximum, 1), Int(lengthLimit))))
+        }
         defer {
             untrustedPolicy = nil
             untrustedDeadline = nil
             sqlite3_progress_handler(handle, 0, nil, nil)
+            sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, lengthLimit)
         }
         return try body()
     }

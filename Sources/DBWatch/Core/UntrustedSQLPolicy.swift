@@ -22,9 +22,28 @@ public struct UntrustedSQLPolicy: Sendable {
     /// How long one statement may run before it is stopped. Default 5 seconds.
     public var timeLimit: Duration
 
+    /// The largest string or blob, in bytes, that a statement may make or
+    /// read (SQLite's `SQLITE_LIMIT_LENGTH`); beyond it the statement throws
+    /// ``ResultCode/tooBig``. Default 100 MB; `nil` keeps the connection's
+    /// own limit (about 1 GB).
+    ///
+    /// The time limit is checked between steps of the virtual machine, not
+    /// inside one function call: `zeroblob(1000000000)` or
+    /// `replace(…)` of a large text would take gigabytes of memory and
+    /// seconds before the statement could be stopped; with this limit they
+    /// fail at once. (SQLite's `printf()` gives `NULL` instead of a value
+    /// beyond the limit, though its time still grows with the width asked.)
+    ///
+    /// ```swift
+    /// var policy = UntrustedSQLPolicy()
+    /// policy.maximumValueLength = 1_000_000
+    /// ```
+    public var maximumValueLength: Int?
+
     /// Creates a policy: `UntrustedSQLPolicy(timeLimit: .seconds(2))`.
-    public init(timeLimit: Duration = .seconds(5)) {
+    public init(timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 100_000_000) {
         self.timeLimit = timeLimit
+        self.maximumValueLength = maximumValueLength
     }
 
     /// Pragmas that only read, allowed without a value.
