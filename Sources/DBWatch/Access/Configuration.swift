@@ -12,6 +12,10 @@ import Logging
 public struct Configuration: Sendable {
     /// Opens every connection read-only; writes fail with ``ResultCode/readOnly``.
     /// A missing file is an error, never created. Default `false`.
+    ///
+    /// ```swift
+    /// configuration.readOnly = true   // writes throw .readOnly; a missing file throws .cannotOpen
+    /// ```
     public var readOnly = false
 
     /// How long a statement waits for another connection's lock before
@@ -22,17 +26,34 @@ public struct Configuration: Sendable {
     /// `CancellationError`, and opening a queue or pool throws
     /// ``ResultCode/busy``. DBWatch waits with its own busy handler, so
     /// `PRAGMA busy_timeout` reads 0; setting it replaces that handler.
+    ///
+    /// ```swift
+    /// configuration.busyTimeout = .seconds(30)   // a batch job may wait longer for the sqlite3 shell's lock
+    /// ```
     public var busyTimeout: Duration = .seconds(5)
 
     /// Enforces foreign keys (`PRAGMA foreign_keys = ON`). Default `true`.
+    ///
+    /// ```swift
+    /// configuration.foreignKeysEnabled = false   // a legacy schema whose references dangle
+    /// ```
     public var foreignKeysEnabled = true
 
     /// The number of reader connections of a ``DatabasePool``. Default 4.
+    ///
+    /// ```swift
+    /// configuration.maximumReaderCount = 8   // up to 8 pool.read calls at once
+    /// ```
     public var maximumReaderCount = 4
 
     /// Interprets paths that start with `file:` as SQLite URIs. Default
     /// `false`: every path is a plain file path, so `file:x?mode=rwc` names a
     /// file in the folder `file:` and no URI parameter takes effect.
+    ///
+    /// ```swift
+    /// configuration.allowsURIFilenames = true
+    /// let queue = try DatabaseQueue(path: "file:/var/lib/app/db.sqlite?mode=ro", configuration: configuration)
+    /// ```
     public var allowsURIFilenames = false
 
     /// Lets a `write` run on the calling task's thread when the writer is
@@ -60,13 +81,26 @@ public struct Configuration: Sendable {
     /// database, so observations refresh after them too. Default `nil`
     /// (off): only writes made through this queue or pool are observed.
     /// See ``ExternalChangeDetection``.
+    ///
+    /// ```swift
+    /// configuration.externalChangeDetection = ExternalChangeDetection()   // see the sqlite3 shell's commits too
+    /// ```
     public var externalChangeDetection: ExternalChangeDetection?
 
     /// Where DBWatch logs (debug and trace levels only). Default: a logger
     /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
+    ///
+    /// ```swift
+    /// configuration.logger = Logger(label: "app.db")   // a swift-log Logger: import Logging
+    /// ```
     public var logger = Logger(label: "dbwatch")
 
     /// The default configuration: `Configuration()`.
+    ///
+    /// ```swift
+    /// var configuration = Configuration()   // busyTimeout 5 s, foreign keys on, 4 readers
+    /// configuration.busyTimeout = .seconds(2)
+    /// ```
     public init() {}
 
     /// Called when a connection starts waiting for another connection's

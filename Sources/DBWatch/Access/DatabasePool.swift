@@ -9,8 +9,17 @@
 /// ```
 public final class DatabasePool: DatabaseWriter {
     /// The database file path.
+    ///
+    /// ```swift
+    /// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite")
+    /// pool.path   // "/var/lib/app/db.sqlite"
+    /// ```
     public let path: String
     /// The configuration the pool was opened with.
+    ///
+    /// ```swift
+    /// pool.configuration.maximumReaderCount   // 4 unless configured
+    /// ```
     public let configuration: Configuration
     let writerJobs: JobQueue
     let readerJobs = JobQueue()
@@ -43,6 +52,11 @@ public final class DatabasePool: DatabaseWriter {
     ///   - configuration: open options; `maximumReaderCount` readers are started.
     /// - Throws: ``SQLiteError`` when the file cannot be opened, is not a
     ///   database, or WAL mode cannot be enabled.
+    ///
+    /// ```swift
+    /// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite")   // created if missing
+    /// _ = try DatabasePool(path: ":memory:")                         // throws .misuse: use DatabaseQueue
+    /// ```
     public init(path: String, configuration: Configuration = Configuration()) throws {
         if path == ":memory:" || path.isEmpty {
             throw SQLiteError.misuse("a DatabasePool needs a file; use DatabaseQueue for an in-memory database")

@@ -16,8 +16,16 @@
 /// ```
 public final class DatabaseQueue: DatabaseWriter {
     /// The database path; `:memory:` for an in-memory database.
+    ///
+    /// ```swift
+    /// try DatabaseQueue().path   // ":memory:"
+    /// ```
     public let path: String
     /// The configuration the queue was opened with.
+    ///
+    /// ```swift
+    /// queue.configuration.busyTimeout   // .seconds(5) unless configured
+    /// ```
     public let configuration: Configuration
     let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
@@ -46,6 +54,11 @@ public final class DatabaseQueue: DatabaseWriter {
     ///     in-memory database.
     ///   - configuration: open options.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
+    ///
+    /// ```swift
+    /// let queue = try DatabaseQueue()                                // private, in memory
+    /// let file = try DatabaseQueue(path: "/var/lib/app/db.sqlite")   // created if missing
+    /// ```
     public init(path: String = ":memory:", configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
