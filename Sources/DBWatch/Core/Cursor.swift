@@ -8,11 +8,13 @@ import CSQLite
 /// before the end.
 ///
 /// ```swift
-/// try await pool.read { db in
+/// let names = try await pool.read { db in
 ///     let cursor = try db.fetchCursor(sql: "SELECT id, name FROM player")
+///     var names: [String] = []
 ///     while let row = try cursor.next() {
 ///         names.append(try row.decode(String.self, at: "name"))
 ///     }
+///     return names
 /// }
 /// ```
 public final class RowCursor {
@@ -31,6 +33,10 @@ public final class RowCursor {
     }
 
     /// The next row, or `nil` at the end.
+    ///
+    /// ```swift
+    /// while let row = try cursor.next() { names.append(try row.decode(String.self, at: "name")) }
+    /// ```
     public func next() throws -> Row? {
         try rows.next(nullIsNil: false)
     }
@@ -39,9 +45,11 @@ public final class RowCursor {
 /// Steps the rows of a query decoded as `T`, one at a time.
 ///
 /// ```swift
-/// try await pool.read { db in
+/// let total = try await pool.read { db in
 ///     let players = try db.fetchCursor(Player.self, sql: "SELECT * FROM player")
+///     var total = 0
 ///     while let player = try players.next() { total += player.score }
+///     return total
 /// }
 /// ```
 public final class DecodableCursor<T: Decodable> {
@@ -53,6 +61,10 @@ public final class DecodableCursor<T: Decodable> {
     }
 
     /// The next value, or `nil` at the end.
+    ///
+    /// ```swift
+    /// while let player = try players.next() { total += player.score }   // nil after the last row
+    /// ```
     public func next() throws -> T? {
         try rows.next(nullIsNil: false)
     }
@@ -61,9 +73,11 @@ public final class DecodableCursor<T: Decodable> {
 /// Steps the rows of a query as ``FetchableRecord`` values, one at a time.
 ///
 /// ```swift
-/// try await pool.read { db in
+/// let total = try await pool.read { db in
 ///     let players = try db.fetchCursor(Player.self, sql: "SELECT id, name, score FROM player")
+///     var total = 0
 ///     while let player = try players.next() { total += player.score }
+///     return total
 /// }
 /// ```
 public final class RecordCursor<T: FetchableRecord> {
@@ -75,6 +89,10 @@ public final class RecordCursor<T: FetchableRecord> {
     }
 
     /// The next record, or `nil` at the end.
+    ///
+    /// ```swift
+    /// while let player = try players.next() { total += player.score }   // nil after the last row
+    /// ```
     public func next() throws -> T? {
         try rows.next(nullIsNil: false)
     }

@@ -25,6 +25,10 @@ public final class Database {
     /// The `sqlite3*` handle; valid until ``close()``.
     private(set) var handle: OpaquePointer?
     /// The path given at open time (`:memory:` for an in-memory database).
+    ///
+    /// ```swift
+    /// try await queue.read { db in db.path }   // ":memory:" for DatabaseQueue()
+    /// ```
     public let path: String
     let configuration: Configuration
     /// Opened with `SQLITE_OPEN_READONLY`: writes are impossible already.
@@ -154,6 +158,10 @@ public final class Database {
     }
 
     /// Whether ``close()`` was called.
+    ///
+    /// ```swift
+    /// try await queue.read { db in db.isClosed }   // false: an access's connection is open
+    /// ```
     public var isClosed: Bool { handle == nil }
 
     /// Closes the connection. Later use throws ``ResultCode/misuse``.

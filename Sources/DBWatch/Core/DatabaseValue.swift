@@ -25,12 +25,21 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
     case blob(Data)
 
     /// Whether the value is `NULL`.
+    ///
+    /// ```swift
+    /// try db.fetchOne(sql: "SELECT max(score) FROM player")![0].isNull   // true on an empty table
+    /// ```
     public var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// A SQL-like rendering: `NULL`, `1`, `1.5`, `'text'`, `x'00ff'`.
+    ///
+    /// ```swift
+    /// DatabaseValue.text("O'Brien").description      // "'O''Brien'"
+    /// DatabaseValue.blob(Data([0, 255])).description   // "x'00ff'"
+    /// ```
     public var description: String {
         switch self {
         case .null: return "NULL"

@@ -25,15 +25,31 @@ public protocol DatabaseValueConvertible: Sendable {
 
 extension DatabaseValue: DatabaseValueConvertible {
     /// The value itself.
+    ///
+    /// ```swift
+    /// DatabaseValue.text("Arthur").databaseValue   // .text("Arthur")
+    /// ```
     public var databaseValue: DatabaseValue { self }
     /// The value itself; never fails.
+    ///
+    /// ```swift
+    /// DatabaseValue.fromDatabaseValue(.null)   // .some(.null): never nil
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> DatabaseValue? { value }
 }
 
 extension Int64: DatabaseValueConvertible {
     /// `.integer(self)`
+    ///
+    /// ```swift
+    /// Int64(42).databaseValue   // .integer(42)
+    /// ```
     public var databaseValue: DatabaseValue { .integer(self) }
     /// An integer, or a real with an exact integer value.
+    ///
+    /// ```swift
+    /// Int64.fromDatabaseValue(.real(2.0))   // 2; .real(2.5) gives nil
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Int64? {
         switch value {
         case .integer(let int): return int
@@ -45,8 +61,16 @@ extension Int64: DatabaseValueConvertible {
 
 extension BinaryInteger where Self: DatabaseValueConvertible {
     /// `.integer(Int64(self))`; values above `Int64.max` are not representable.
+    ///
+    /// ```swift
+    /// Int32(7).databaseValue   // .integer(7)
+    /// ```
     public var databaseValue: DatabaseValue { .integer(Int64(truncatingIfNeeded: self)) }
     /// An integer (or an exact real) that fits the type.
+    ///
+    /// ```swift
+    /// Int8.fromDatabaseValue(.integer(300))   // nil: beyond Int8
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Self? {
         Int64.fromDatabaseValue(value).flatMap { Self(exactly: $0) }
     }
@@ -62,8 +86,16 @@ extension UInt32: DatabaseValueConvertible {}
 
 extension Double: DatabaseValueConvertible {
     /// `.real(self)`. SQLite stores `.nan` as `NULL`.
+    ///
+    /// ```swift
+    /// 1.5.databaseValue   // .real(1.5)
+    /// ```
     public var databaseValue: DatabaseValue { .real(self) }
     /// A real or an integer.
+    ///
+    /// ```swift
+    /// Double.fromDatabaseValue(.integer(3))   // 3.0
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
         switch value {
         case .real(let double): return double
@@ -75,9 +107,17 @@ extension Double: DatabaseValueConvertible {
 
 extension Float: DatabaseValueConvertible {
     /// `.real(Double(self))`
+    ///
+    /// ```swift
+    /// Float(0.5).databaseValue   // .real(0.5)
+    /// ```
     public var databaseValue: DatabaseValue { .real(Double(self)) }
     /// A real or an integer, narrowed to `Float`; nil when a finite value
     /// is beyond `Float`'s range (it would become infinity).
+    ///
+    /// ```swift
+    /// Float.fromDatabaseValue(.real(1e300))   // nil: beyond Float's range
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Float? {
         guard let double = Double.fromDatabaseValue(value) else { return nil }
         let float = Float(double)
@@ -87,8 +127,16 @@ extension Float: DatabaseValueConvertible {
 
 extension Bool: DatabaseValueConvertible {
     /// `.integer(1)` or `.integer(0)`
+    ///
+    /// ```swift
+    /// true.databaseValue   // .integer(1)
+    /// ```
     public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
     /// An integer: zero is `false`, anything else `true`.
+    ///
+    /// ```swift
+    /// Bool.fromDatabaseValue(.integer(2))   // true; .text("true") gives nil
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
         guard case .integer(let int) = value else { return nil }
         return int != 0
@@ -97,8 +145,16 @@ extension Bool: DatabaseValueConvertible {
 
 extension String: DatabaseValueConvertible {
     /// `.text(self)`
+    ///
+    /// ```swift
+    /// "Arthur".databaseValue   // .text("Arthur")
+    /// ```
     public var databaseValue: DatabaseValue { .text(self) }
     /// Text only: a number is not silently turned into a string.
+    ///
+    /// ```swift
+    /// String.fromDatabaseValue(.integer(1))   // nil: not text
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
         guard case .text(let text) = value else { return nil }
         return text
@@ -107,8 +163,16 @@ extension String: DatabaseValueConvertible {
 
 extension Data: DatabaseValueConvertible {
     /// `.blob(self)`
+    ///
+    /// ```swift
+    /// Data([0xff]).databaseValue   // .blob(Data([0xff]))
+    /// ```
     public var databaseValue: DatabaseValue { .blob(self) }
     /// A blob, or the UTF-8 bytes of a text.
+    ///
+    /// ```swift
+    /// Data.fromDatabaseValue(.text("ab"))   // Data("ab".utf8)
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
         switch value {
         case .blob(let data): return data
@@ -120,8 +184,16 @@ extension Data: DatabaseValueConvertible {
 
 extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
     /// The wrapped value, or `.null`.
+    ///
+    /// ```swift
+    /// Int?.none.databaseValue   // .null
+    /// ```
     public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
     /// `.some(nil)` for `NULL`, the wrapped conversion otherwise.
+    ///
+    /// ```swift
+    /// Int?.fromDatabaseValue(.null)   // .some(nil); .text("a") gives nil
+    /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Wrapped?? {
         if value.isNull { return .some(nil) }
         return Wrapped.fromDatabaseValue(value).map { .some($0) }

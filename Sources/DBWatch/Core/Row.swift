@@ -12,11 +12,23 @@
 /// ```
 public struct Row: Hashable, Sendable, CustomStringConvertible {
     /// The column names, in order.
+    ///
+    /// ```swift
+    /// try db.fetchOne(sql: "SELECT id, name AS player FROM player")!.columnNames   // ["id", "player"]
+    /// ```
     public let columnNames: [String]
     /// The values, in column order.
+    ///
+    /// ```swift
+    /// Row(["id": 1, "name": "Arthur"]).values   // [.integer(1), .text("Arthur")]
+    /// ```
     public let values: [DatabaseValue]
 
     /// A row built by hand: `Row(["id": 1, "name": "Arthur"])` keeps the order given.
+    ///
+    /// ```swift
+    /// let row = Row(["id": 1, "name": "Arthur", "team_id": nil])   // team_id is .null
+    /// ```
     public init(_ pairs: KeyValuePairs<String, (any DatabaseValueConvertible)?>) {
         self.columnNames = pairs.map(\.key)
         self.values = pairs.map { $0.value?.databaseValue ?? .null }
@@ -28,18 +40,36 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The number of columns.
+    ///
+    /// ```swift
+    /// Row(["id": 1, "name": "Arthur"]).count   // 2
+    /// ```
     public var count: Int { values.count }
 
     /// The value at `index`; traps on an index out of range, like an array.
+    ///
+    /// ```swift
+    /// Row(["id": 1, "name": "Arthur"])[1]   // .text("Arthur")
+    /// ```
     public subscript(_ index: Int) -> DatabaseValue { values[index] }
 
-    /// The value of the first column named `column` (case-insensitive), or
-    /// `nil` when the row has no such column.
+    /// The value of the column named `column` (an exact match first, else the
+    /// first case-insensitive one), or `nil` when the row has no such column.
+    ///
+    /// ```swift
+    /// let row = Row(["id": 1, "name": "Arthur"])
+    /// row["NAME"]   // .text("Arthur"); row["age"] is nil
+    /// ```
     public subscript(_ column: String) -> DatabaseValue? {
         index(of: column).map { values[$0] }
     }
 
-    /// The position of the first column named `column` (case-insensitive).
+    /// The position of the column named `column` (an exact match first, else
+    /// the first case-insensitive one).
+    ///
+    /// ```swift
+    /// Row(["id": 1, "name": "Arthur"]).index(of: "Name")   // 1
+    /// ```
     public func index(of column: String) -> Int? {
         if let exact = columnNames.firstIndex(of: column) { return exact }
         let lowercased = column.lowercased()
@@ -91,6 +121,10 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `[id:1 name:'Arthur']`
+    ///
+    /// ```swift
+    /// Row(["id": 1, "name": "Arthur"]).description   // "[id:1 name:'Arthur']"
+    /// ```
     public var description: String {
         "[" + zip(columnNames, values).map { "\($0):\($1)" }.joined(separator: " ") + "]"
     }

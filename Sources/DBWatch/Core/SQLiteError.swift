@@ -10,26 +10,51 @@ import CSQLite
 /// ```swift
 /// do {
 ///     try db.execute(sql: "INSERT INTO player (id, name) VALUES (?, ?)", arguments: [1, "Arthur"])
-/// } catch let error as SQLiteError where error.code == .constraintUnique {
+/// } catch let error as SQLiteError where error.code == .constraintPrimaryKey {
 ///     logger.warning("\(error.message ?? "")")  // "UNIQUE constraint failed: player.id"
 /// }
 /// ```
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The extended result code (`.constraintUnique`), or a primary code when
     /// SQLite gave no extended one.
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.code == .constraintNotNull { … }
+    /// ```
     public var code: ResultCode
     /// SQLite's message, for example `"no such table: player"`.
+    ///
+    /// ```swift
+    /// error.message   // "no such table: player" before the migration that creates it
+    /// ```
     public var message: String?
     /// The SQL being prepared or run when the error happened, if any.
+    ///
+    /// ```swift
+    /// error.sql   // "SELECT * FROM player WHERE id = ?": the statement, never its bound values
+    /// ```
     public var sql: String?
     /// The byte offset in `sql` of the token that caused the error, when
-    /// SQLite reports one (syntax errors).
+    /// SQLite reports one (a syntax error, an unknown column).
+    ///
+    /// ```swift
+    /// // "no such column: scor" in "SELECT * FROM player WHERE scor > 1":
+    /// error.offset   // 27, where `scor` starts
+    /// ```
     public var offset: Int?
 
     /// The primary result code (`.constraint` for `.constraintUnique`).
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.primaryCode == .constraint { … }   // any constraint
+    /// ```
     public var primaryCode: ResultCode { code.primary }
 
     /// Creates an error, for example `SQLiteError(code: .misuse, message: "database is closed")`.
+    ///
+    /// ```swift
+    /// throw SQLiteError(code: .busy, message: "database is locked")   // a test double's failure
+    /// ```
     public init(code: ResultCode, message: String? = nil, sql: String? = nil, offset: Int? = nil) {
         self.code = code
         self.message = message
@@ -37,7 +62,11 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         self.offset = offset
     }
 
-    /// `SQLite error 19 (constraint failed): UNIQUE constraint failed: player.id - while executing `INSERT …``
+    /// `SQLite error 1555 (constraint failed): UNIQUE constraint failed: player.id - while executing `INSERT …``
+    ///
+    /// ```swift
+    /// "\(error)"   // SQLite error 1 (SQL logic error): no such table: playr - while executing `SELECT * FROM playr`
+    /// ```
     public var description: String {
         var text = "SQLite error \(code.rawValue) (\(code))"
         if let message { text += ": \(message)" }

@@ -18,10 +18,18 @@ public final class Statement {
     let handle: OpaquePointer
     unowned let database: Database
     /// The SQL of this statement.
+    ///
+    /// ```swift
+    /// try db.cachedStatement(sql: "SELECT * FROM player").sql   // "SELECT * FROM player"
+    /// ```
     public let sql: String
     /// What the statement reads and writes, from the authorizer.
     let footprint: StatementFootprint
     /// Whether the statement leaves the database unchanged (`sqlite3_stmt_readonly`).
+    ///
+    /// ```swift
+    /// try db.cachedStatement(sql: "SELECT * FROM player").isReadOnly   // true; an INSERT's is false
+    /// ```
     public let isReadOnly: Bool
     /// Whether the statement is itself an `EXPLAIN` or `EXPLAIN QUERY PLAN`
     /// statement (`sqlite3_stmt_isexplain`).
@@ -121,23 +129,44 @@ extension Statement: Sendable {}
 ///
 /// ```swift
 /// let statement = try db.cachedStatement(sql: "SELECT id, name, score * 2 AS double FROM player")
-/// statement.columnOrigins[0]   // ColumnOrigin(schema: "main", table: "player", column: "id")
+/// statement.columnOrigins[0]   // ColumnOrigin(schema: "main", table: "player", column: "id", isPrimaryKey: true)
 /// statement.columnOrigins[2]   // nil
 /// ```
 public struct ColumnOrigin: Hashable, Sendable {
     /// The schema of the table: `main`, `temp`, or an attached name.
+    ///
+    /// ```swift
+    /// statement.columnOrigins[0]?.schema   // "main"
+    /// ```
     public let schema: String
     /// The table.
+    ///
+    /// ```swift
+    /// statement.columnOrigins[0]?.table   // "player"
+    /// ```
     public let table: String
     /// The column in the table.
+    ///
+    /// ```swift
+    /// try db.cachedStatement(sql: "SELECT name AS player_name FROM player").columnOrigins[0]?.column   // "name"
+    /// ```
     public let column: String
     /// Whether the column is part of the table's primary key (or is its rowid).
+    ///
+    /// ```swift
+    /// statement.columnOrigins[0]?.isPrimaryKey   // true: `id` is player's INTEGER PRIMARY KEY
+    /// ```
     public let isPrimaryKey: Bool
 }
 
 extension Statement {
     /// For each result column, the table column it reads, or `nil` for an
     /// expression.
+    ///
+    /// ```swift
+    /// let statement = try db.cachedStatement(sql: "SELECT id, upper(name) FROM player")
+    /// statement.columnOrigins.map { $0?.column }   // ["id", nil]
+    /// ```
     public var columnOrigins: [ColumnOrigin?] {
         (0..<columnCount).map { index in
             guard let schema = sqlite3_column_database_name(handle, index),

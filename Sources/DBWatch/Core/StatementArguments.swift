@@ -15,31 +15,61 @@ import CSQLite
 /// parameter uses are all errors (``ResultCode/misuse``), never a silent `NULL`.
 public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     /// Positional values, bound in order.
+    ///
+    /// ```swift
+    /// StatementArguments([1, "Arthur", nil]).values   // [.integer(1), .text("Arthur"), .null]
+    /// ```
     public var values: [DatabaseValue]
     /// Named values by key.
+    ///
+    /// ```swift
+    /// StatementArguments(["name": "Arthur"]).namedValues   // ["name": .text("Arthur")]
+    /// ```
     public var namedValues: [String: DatabaseValue]
 
     /// Whether no value is given.
+    ///
+    /// ```swift
+    /// StatementArguments().isEmpty   // true
+    /// ```
     public var isEmpty: Bool { values.isEmpty && namedValues.isEmpty }
 
     /// Positional arguments: `StatementArguments([1, "Arthur", nil])`.
+    ///
+    /// ```swift
+    /// let arguments = StatementArguments([name, score, nil])
+    /// try db.execute(sql: "INSERT INTO player (name, score, team_id) VALUES (?, ?, ?)", arguments: arguments)
+    /// ```
     public init(_ values: [(any DatabaseValueConvertible)?] = []) {
         self.values = values.map { $0?.databaseValue ?? .null }
         self.namedValues = [:]
     }
 
     /// Named arguments: `StatementArguments(["name": "Arthur"])`.
+    ///
+    /// ```swift
+    /// let arguments = StatementArguments(["id": id, "score": score])
+    /// try db.execute(sql: "UPDATE player SET score = :score WHERE id = :id", arguments: arguments)
+    /// ```
     public init(_ namedValues: [String: (any DatabaseValueConvertible)?]) {
         self.values = []
         self.namedValues = namedValues.mapValues { $0?.databaseValue ?? .null }
     }
 
     /// `[1, "Arthur", nil]`
+    ///
+    /// ```swift
+    /// let arguments: StatementArguments = [1, "Arthur", nil]   // three positional values
+    /// ```
     public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
         self.init(elements)
     }
 
     /// `[":name": "Arthur"]`
+    ///
+    /// ```swift
+    /// let arguments: StatementArguments = [":name": "Arthur", ":score": 100]
+    /// ```
     public init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
         var named: [String: DatabaseValue] = [:]
         for (key, value) in elements { named[key] = value?.databaseValue ?? .null }

@@ -20,6 +20,11 @@ import CSQLite
 /// ```
 public struct UntrustedSQLPolicy: Sendable {
     /// How long one statement may run before it is stopped. Default 5 seconds.
+    ///
+    /// ```swift
+    /// var policy = UntrustedSQLPolicy()
+    /// policy.timeLimit = .milliseconds(500)   // a runaway query throws .interrupt after half a second
+    /// ```
     public var timeLimit: Duration
 
     /// The largest string or blob, in bytes, that a statement may make or
@@ -41,6 +46,10 @@ public struct UntrustedSQLPolicy: Sendable {
     public var maximumValueLength: Int?
 
     /// Creates a policy: `UntrustedSQLPolicy(timeLimit: .seconds(2))`.
+    ///
+    /// ```swift
+    /// let policy = UntrustedSQLPolicy(timeLimit: .seconds(2), maximumValueLength: nil)   // SQLite's own limit
+    /// ```
     public init(timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 100_000_000) {
         self.timeLimit = timeLimit
         self.maximumValueLength = maximumValueLength
