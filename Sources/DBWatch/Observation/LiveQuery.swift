@@ -44,6 +44,10 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// - Parameters:
     ///   - request: the initial request.
     ///   - database: the queue or pool to observe.
+    ///
+    /// ```swift
+    /// let leaderboard = LiveQuery(TopPlayers(limit: 10), in: pool)   // nothing runs until run()
+    /// ```
     public init(_ request: Request, in database: some DatabaseWriter) {
         state = Locked(State(request: request, value: Request.defaultValue))
         observe = { [database] request in database.observe(request) }
@@ -52,6 +56,10 @@ public final class LiveQuery<Request: Queryable>: Sendable {
 
     /// The observed request. Setting it refetches with the new request; the
     /// subscribers receive its values without re-subscribing.
+    ///
+    /// ```swift
+    /// leaderboard.request = TopPlayers(limit: 20)   // subscribers keep their loop
+    /// ```
     public var request: Request {
         get { state.withLock { $0.request } }
         set {
@@ -66,9 +74,17 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     }
 
     /// The latest fetched value; `Request.defaultValue` until a fetch succeeds.
+    ///
+    /// ```swift
+    /// let players = leaderboard.value   // [] until the first fetch succeeds
+    /// ```
     public var value: Request.Value { state.withLock { $0.value } }
 
     /// The error of the latest fetch, or `nil` once a fetch succeeds again.
+    ///
+    /// ```swift
+    /// if let error = leaderboard.error { logger.warning("leaderboard: \(error)") }
+    /// ```
     public var error: (any Error)? { state.withLock { $0.error } }
 
     /// Keeps the observation running until the calling task is cancelled or
@@ -160,23 +176,49 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     }
 
     /// The number of subscribers of ``values``.
+    ///
+    /// ```swift
+    /// leaderboard.subscriberCount   // 0 until a loop iterates leaderboard.values
+    /// ```
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// The values of a ``LiveQuery``: see ``LiveQuery/values``.
+    ///
+    /// ```swift
+    /// for await players in leaderboard.values { broadcast(players) }
+    /// ```
     public struct Values: AsyncSequence, Sendable {
         /// A fetched value.
+        ///
+        /// ```swift
+        /// for await players in leaderboard.values { … }   // players: [Player], TopPlayers.Value
+        /// ```
         public typealias Element = Request.Value
         /// Never fails: errors are in ``LiveQuery/error``.
+        ///
+        /// ```swift
+        /// for await players in leaderboard.values { … }   // no `try`: errors are in leaderboard.error
+        /// ```
         public typealias Failure = Never
 
         let liveQuery: LiveQuery
 
         /// Subscribes.
+        ///
+        /// ```swift
+        /// var iterator = leaderboard.values.makeAsyncIterator()
+        /// let current = await iterator.next()   // the current value at once
+        /// ```
         public func makeAsyncIterator() -> Iterator {
             Iterator(subscription: liveQuery.subscribe())
         }
 
         /// Iterates values until cancelled or until the live query stops.
+        ///
+        /// ```swift
+        /// var iterator = leaderboard.values.makeAsyncIterator()
+        /// while let players = await iterator.next() { broadcast(players) }   // ends when run() returns
+        /// ```
         public struct Iterator: AsyncIteratorProtocol {
             let subscription: QueryObservation<Request>.Subscription
 

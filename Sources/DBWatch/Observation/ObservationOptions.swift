@@ -10,6 +10,10 @@ public struct ObservationOptions: Sendable {
 
     /// No rate limit: a value after every relevant commit (coalesced while
     /// the consumer is busy).
+    ///
+    /// ```swift
+    /// for try await players in pool.observe(TopPlayers(), options: ObservationOptions()) { … }   // as observe(_:)
+    /// ```
     public init() {
         rateLimit = nil
     }
@@ -21,6 +25,10 @@ public struct ObservationOptions: Sendable {
     /// - Parameters:
     ///   - minimumInterval: the minimum time between two values.
     ///   - clock: the clock to measure it (tests inject a manual clock).
+    ///
+    /// ```swift
+    /// let options = ObservationOptions(minimumInterval: .milliseconds(500))   // at most 2 values a second
+    /// ```
     public init<C: Clock>(minimumInterval: Duration, clock: C = ContinuousClock()) where C.Duration == Duration {
         rateLimit = RateLimit(interval: minimumInterval, clock: clock)
     }

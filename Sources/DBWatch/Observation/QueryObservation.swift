@@ -24,8 +24,16 @@
 /// same time share one fetch per change.
 public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     /// The fetched value.
+    ///
+    /// ```swift
+    /// for try await players in pool.observe(TopPlayers()) { … }   // players: [Player], TopPlayers.Value
+    /// ```
     public typealias Element = Request.Value
     /// Fetch errors.
+    ///
+    /// ```swift
+    /// do { for try await players in pool.observe(TopPlayers()) { … } } catch { … }   // the first fetch error
+    /// ```
     public typealias Failure = any Error
 
     let request: Request
@@ -48,6 +56,11 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     public var results: Results { Results(observation: self) }
 
     /// Starts a subscription: registers it, then fetches the first value.
+    ///
+    /// ```swift
+    /// var iterator = pool.observe(TopPlayers()).makeAsyncIterator()
+    /// let players = try await iterator.next()   // the current value
+    /// ```
     public func makeAsyncIterator() -> Iterator {
         Iterator(subscription: subscribe())
     }
@@ -78,6 +91,11 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     /// Iterates the values; throws the first error.
+    ///
+    /// ```swift
+    /// var iterator = pool.observe(TopPlayers()).makeAsyncIterator()
+    /// while let players = try await iterator.next() { render(players) }   // throws the first error
+    /// ```
     public struct Iterator: AsyncIteratorProtocol {
         let subscription: Subscription
         private var isDone = false
@@ -104,24 +122,49 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     /// The `Result`-wrapped form of an observation: see ``results``.
+    ///
+    /// ```swift
+    /// for await result in pool.observe(TopPlayers()).results { … }   // Result<[Player], any Error>
+    /// ```
     public struct Results: AsyncSequence, Sendable {
         /// A fetched value or the error of a fetch.
+        ///
+        /// ```swift
+        /// for await result in pool.observe(TopPlayers()).results {
+        ///     if case .success(let players) = result { render(players) }
+        /// }
+        /// ```
         public typealias Element = Result<Request.Value, any Error>
         /// Never fails: errors are elements.
+        ///
+        /// ```swift
+        /// for await result in pool.observe(TopPlayers()).results { … }   // no `try`: errors are elements
+        /// ```
         public typealias Failure = Never
 
         let observation: QueryObservation
 
         /// Starts a subscription.
+        ///
+        /// ```swift
+        /// var iterator = pool.observe(TopPlayers()).results.makeAsyncIterator()
+        /// let first = await iterator.next()   // .success(players) or .failure(error)
+        /// ```
         public func makeAsyncIterator() -> Iterator {
             Iterator(subscription: observation.subscribe())
         }
 
-        /// Iterates results until cancelled.
+        /// Iterates results until cancelled, or until the database closes
+        /// (after its last `.failure`).
+        ///
+        /// ```swift
+        /// var iterator = pool.observe(TopPlayers()).results.makeAsyncIterator()
+        /// while let result = await iterator.next() { … }   // ends once cancelled or after the database closed
+        /// ```
         public struct Iterator: AsyncIteratorProtocol {
             let subscription: Subscription
 
-            /// The next result; `nil` when cancelled.
+            /// The next result; `nil` when cancelled or after the database closed.
             public mutating func next() async -> Result<Request.Value, any Error>? {
                 await subscription.mailbox.next()
             }
