@@ -7,20 +7,40 @@
 /// ```
 public struct TableName: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The schema: `main`, `temp`, or the name of an attached database.
+    ///
+    /// ```swift
+    /// TableName("log", schema: "aux").schema   // "aux"
+    /// ```
     public let schema: String
     /// The table name.
+    ///
+    /// ```swift
+    /// TableName("Player").name   // "player"
+    /// ```
     public let name: String
 
     /// Creates a table name: `TableName("player")`, `TableName("log", schema: "aux")`.
+    ///
+    /// ```swift
+    /// region.tables[TableName("player")]   // what the region reads of main.player
+    /// ```
     public init(_ name: String, schema: String = "main") {
         self.schema = schema.lowercased()
         self.name = name.lowercased()
     }
 
     /// `schema.name`
+    ///
+    /// ```swift
+    /// TableName("log", schema: "Aux").description   // "aux.log"
+    /// ```
     public var description: String { "\(schema).\(name)" }
 
     /// Orders by schema, then name.
+    ///
+    /// ```swift
+    /// TableName("log", schema: "aux") < TableName("event")   // true: schema "aux" sorts before "main"
+    /// ```
     public static func < (lhs: TableName, rhs: TableName) -> Bool {
         (lhs.schema, lhs.name) < (rhs.schema, rhs.name)
     }
@@ -43,6 +63,10 @@ public enum ColumnSet: Hashable, Sendable {
     case columns(Set<String>)
 
     /// Only which rows exist: `count(*)`, `SELECT 1 FROM t`.
+    ///
+    /// ```swift
+    /// try db.region(of: "SELECT count(*) FROM player").tables[TableName("player")] == .rows   // true
+    /// ```
     public static let rows = ColumnSet.columns([])
 
     /// Whether the two sets share a column.
@@ -80,24 +104,47 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
     private(set) var entries: [TableName: TableRegion]
 
     /// The tables read, with the columns read in each.
+    ///
+    /// ```swift
+    /// try db.region(of: "SELECT name FROM player WHERE score > 10").tables
+    /// // [main.player: .columns(["name", "score"])]
+    /// ```
     public var tables: [TableName: ColumnSet] { entries.mapValues(\.columns) }
 
     /// For the tables read only by primary key (`WHERE id = ?`), the rowids
     /// read. A table of ``tables`` missing here is read whole.
+    ///
+    /// ```swift
+    /// // A running observation of a request that reads "SELECT * FROM player WHERE id = ?" with 1:
+    /// pool.statistics(for: PlayerRequest(id: 1))?.region.rowIDs   // [main.player: [1]]
+    /// try db.region(of: "SELECT * FROM player WHERE id = 1").rowIDs   // [:]: region(of:) runs nothing
+    /// ```
     public var rowIDs: [TableName: Set<Int64>] { entries.compactMapValues { $0.rows?.set } }
 
     /// The empty region: a query that reads no table (`SELECT 1`).
+    ///
+    /// ```swift
+    /// DatabaseRegion().isEmpty   // true
+    /// ```
     public init() {
         self.entries = [:]
     }
 
     /// A region over whole tables: `DatabaseRegion(tables: [TableName("player")])`.
+    ///
+    /// ```swift
+    /// DatabaseRegion(tables: [TableName("player")]).description   // "main.player(*)"
+    /// ```
     public init(tables: some Sequence<TableName>) {
         self.entries = Dictionary(
             tables.map { ($0, TableRegion(columns: .all, rows: nil)) }, uniquingKeysWith: { lhs, _ in lhs })
     }
 
     /// Whether the region covers no table.
+    ///
+    /// ```swift
+    /// try db.region(of: "SELECT 1").isEmpty   // true
+    /// ```
     public var isEmpty: Bool { entries.isEmpty }
 
     /// Adds `columns` of `table` to the region, for every row, or only for
@@ -126,6 +173,12 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The union of two regions.
+    ///
+    /// ```swift
+    /// let players = try db.region(of: "SELECT name FROM player")
+    /// let teams = try db.region(of: "SELECT count(*) FROM team")
+    /// players.union(teams).description   // "main.player(name), main.team(rows)"
+    /// ```
     public func union(_ other: DatabaseRegion) -> DatabaseRegion {
         var result = self
         result.formUnion(other)
@@ -134,6 +187,10 @@ public struct DatabaseRegion: Hashable, Sendable, CustomStringConvertible {
 
     /// `main.player(name, score), main.team(*), main.game(rows)`, sorted,
     /// with `[rowid 1, 2]` for tables read by primary key; `(empty)` for no table.
+    ///
+    /// ```swift
+    /// try db.region(of: "SELECT count(*) FROM team").description   // "main.team(rows)"
+    /// ```
     public var description: String {
         if entries.isEmpty { return "(empty)" }
         return entries.keys.sorted().map { table in

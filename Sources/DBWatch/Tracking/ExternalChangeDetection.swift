@@ -16,6 +16,11 @@
 public struct ExternalChangeDetection: Sendable {
     /// The fallback poll interval. Default 1 second; shorter than
     /// ``minimumPollInterval`` (or negative) counts as that minimum.
+    ///
+    /// ```swift
+    /// var detection = ExternalChangeDetection()
+    /// detection.pollInterval = .milliseconds(250)   // on NFS, where inotify sees no other machine's writes
+    /// ```
     public var pollInterval: Duration
     /// The interval the poll actually uses: at least ``minimumPollInterval``.
     var effectivePollInterval: Duration { max(pollInterval, Self.minimumPollInterval) }
@@ -29,6 +34,10 @@ public struct ExternalChangeDetection: Sendable {
     public static let minimumPollInterval: Duration = .milliseconds(10)
     /// Whether inotify wakes the check. Default `true`; with `false`, only
     /// the poll detects external commits.
+    ///
+    /// ```swift
+    /// let detection = ExternalChangeDetection(usesFileNotifications: false)   // the poll only
+    /// ```
     public var usesFileNotifications: Bool
     let sleep: @Sendable (Duration) async throws -> Void
 
@@ -38,6 +47,10 @@ public struct ExternalChangeDetection: Sendable {
     ///   - pollInterval: how often to check without a file notification.
     ///   - usesFileNotifications: whether inotify wakes the check at once.
     ///   - clock: the clock of the poll (tests inject a manual clock).
+    ///
+    /// ```swift
+    /// configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(5))
+    /// ```
     public init<C: Clock>(
         pollInterval: Duration = .seconds(1), usesFileNotifications: Bool = true, clock: C = ContinuousClock()
     ) where C.Duration == Duration {
@@ -57,8 +70,16 @@ public struct ExternalChangeDetection: Sendable {
 /// ```
 public struct DatabaseFileReplacedError: Error, Sendable, CustomStringConvertible {
     /// The path of the replaced file.
+    ///
+    /// ```swift
+    /// error.path   // absolute: "/srv/app/db.sqlite" for a pool opened on "db.sqlite" in /srv/app
+    /// ```
     public let path: String
 
     /// `the database file /x/db.sqlite was replaced or deleted; reopen it`
+    ///
+    /// ```swift
+    /// "\(error)"   // "the database file /var/lib/app/db.sqlite was replaced or deleted; reopen it"
+    /// ```
     public var description: String { "the database file \(path) was replaced or deleted; reopen it" }
 }
