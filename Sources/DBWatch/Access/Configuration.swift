@@ -39,7 +39,8 @@ public struct Configuration: Sendable {
     /// ```
     public var foreignKeysEnabled = true
 
-    /// The number of reader connections of a ``DatabasePool``. Default 4.
+    /// The number of reader connections of a ``DatabasePool``. Default 4;
+    /// a value under 1 gives one reader.
     ///
     /// ```swift
     /// configuration.maximumReaderCount = 8   // up to 8 pool.read calls at once

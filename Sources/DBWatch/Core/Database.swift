@@ -157,7 +157,7 @@ public final class Database {
         close()
     }
 
-    /// Whether ``close()`` was called.
+    /// Whether the connection is closed (its queue or pool was closed).
     ///
     /// ```swift
     /// try await queue.read { db in db.isClosed }   // false: an access's connection is open

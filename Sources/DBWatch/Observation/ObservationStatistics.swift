@@ -12,7 +12,8 @@ public struct ObservationStatistics: Sendable, Hashable, CustomStringConvertible
     /// pool.statistics(for: TopPlayers())?.fetches   // 1 once the first value is fetched
     /// ```
     public var fetches = 0
-    /// Values delivered to subscribers (after deduplication).
+    /// Results delivered to subscribers (after deduplication), values and
+    /// errors alike.
     ///
     /// ```swift
     /// stats.valuesDelivered   // below stats.fetches when a refetch gave the same value again
@@ -25,8 +26,9 @@ public struct ObservationStatistics: Sendable, Hashable, CustomStringConvertible
     /// pool.statistics(for: TopPlayers())?.changesNotified   // 1
     /// ```
     public var changesNotified = 0
-    /// Commits since the observation started that did not touch its region
-    /// and cost it nothing.
+    /// Commits since the observation started that changed rows, none of them
+    /// in its region, and cost it nothing (a commit that changed nothing is
+    /// not counted).
     ///
     /// ```swift
     /// try await pool.write { db in try db.execute(sql: "INSERT INTO team (name) VALUES ('Red')") }
