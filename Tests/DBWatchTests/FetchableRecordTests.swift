@@ -163,6 +163,21 @@ struct FetchableRecordTests {
         #expect(probes[1].byName == .null)
     }
 
+    /// A fetched `Row` decodes as a record too, through the same
+    /// `init(row:)`, by position and by name.
+    @Test func aFetchedRowDecodesAsARecord() async throws {
+        let queue = try await playerQueue()
+        let rows = try await queue.read { db in
+            try db.fetchAll(sql: "SELECT id, name, score, bonus FROM player ORDER BY id")
+        }
+        #expect(try rows.map { try $0.decode(RankedPlayer.self) }.map(\.name) == ["Arthur", "Barbara", "Craig ünï"])
+        #expect(try rows[1].decode(RankedPlayer.self).bonus == nil)
+        let dana = try Row(["name": "Dana", "Score": 7]).decode(Named.self)
+        #expect(dana.name == "Dana" && dana.score == 7)
+        #expect(try Row(["id": 5]).decode(Both.self).source == "row")
+        #expect(throws: DecodingError.self) { try Row(["name": "Dana"]).decode(Named.self) }
+    }
+
     @Test func wrongColumnsThrowTypedErrorsNamingTheColumn() async throws {
         let queue = try await playerQueue()
         func failure(_ sql: String) async throws -> DecodingError? {

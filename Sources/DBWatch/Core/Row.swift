@@ -113,6 +113,26 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
         try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
     }
 
+    /// The whole row as a ``FetchableRecord``, read by its `init(row:)`.
+    ///
+    /// ```swift
+    /// let rows = try db.fetchAll(sql: "SELECT name, score FROM player")
+    /// let ranked = try rows.map { try $0.decode(Ranked.self) }
+    /// ```
+    public func decode<T: FetchableRecord>(_ type: T.Type) throws -> T {
+        try ColumnReader(row: self).withView(T.init(row:))
+    }
+
+    /// The whole row as a type that is both `Decodable` and
+    /// ``FetchableRecord``: read by `init(row:)`, as the fetch methods do.
+    ///
+    /// ```swift
+    /// let player = try row.decode(Player.self)   // Player: Codable, FetchableRecord
+    /// ```
+    public func decode<T: Decodable & FetchableRecord>(_ type: T.Type) throws -> T {
+        try ColumnReader(row: self).withView(T.init(row:))
+    }
+
     static func convert<T: DatabaseValueConvertible>(_ value: DatabaseValue, to type: T.Type, column: ColumnKey) throws
         -> T
     {
