@@ -69,6 +69,20 @@ private struct Reentrant: FetchableRecord {
     }
 }
 
+/// Code that knows only `T: Decodable`.
+private enum GenericDecodable {
+    static func all<T: Decodable>(_ type: T.Type, _ db: Database) throws -> [T] {
+        try db.fetchAll(T.self, sql: "SELECT 1 AS id, 'sql' AS source")
+    }
+    static func one<T: Decodable>(_ type: T.Type, _ db: Database) throws -> T? {
+        try db.fetchOne(T.self, sql: "SELECT 2 AS id, 'sql' AS source")
+    }
+    static func first<T: Decodable>(_ type: T.Type, _ db: Database) throws -> T? {
+        try db.fetchCursor(T.self, sql: "SELECT 3 AS id, 'sql' AS source").next()
+    }
+    static func fromRow<T: Decodable>(_ type: T.Type, _ row: Row) throws -> T { try row.decode(T.self) }
+}
+
 @Suite("FetchableRecord: rows read in place by init(row:)")
 struct FetchableRecordTests {
     func playerQueue() async throws -> DatabaseQueue {
@@ -124,6 +138,20 @@ struct FetchableRecordTests {
         #expect(all.map(\.id) == [1, 2])
         #expect(one?.source == "row")
         #expect(first?.id == 4)
+    }
+
+    /// Code generic over `Decodable` alone reads such a type by
+    /// `init(row:)` too: one type, one way of reading it.
+    @Test func genericDecodableCodeReadsARecordByInitRow() async throws {
+        let queue = try DatabaseQueue()
+        let sources = try await queue.read { db in
+            [
+                try GenericDecodable.all(Both.self, db).first?.source, try GenericDecodable.one(Both.self, db)?.source,
+                try GenericDecodable.first(Both.self, db)?.source,
+                try GenericDecodable.fromRow(Both.self, Row(["id": 4, "source": "sql"])).source,
+            ]
+        }
+        #expect(sources == ["row", "row", "row", "row"])
     }
 
     @Test func viewOffersValuesCountAndACopy() async throws {

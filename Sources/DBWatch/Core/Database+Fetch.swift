@@ -125,7 +125,9 @@ extension Database {
     public func fetchOne<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> T? {
         let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
         // `fetchOne(Int?.self, …)` keeps telling `NULL` (`.some(nil)`) from no row.
-        let nullIsNil = T.self is any DatabaseValueConvertible.Type && !(T.self is any OptionalValue.Type)
+        let nullIsNil =
+            T.self is any DatabaseValueConvertible.Type && !(T.self is any OptionalValue.Type)
+            && !(T.self is any FetchableRecord.Type)
         return try cursor.rows.next(nullIsNil: nullIsNil)
     }
 
@@ -230,9 +232,17 @@ extension Database {
     /// The function that decodes the current row of `statement` as `T`,
     /// chosen once per query, and the reader of columns by name it uses, if
     /// any.
+    ///
+    /// A type that is also a ``FetchableRecord`` is read by `init(row:)`, as
+    /// the overloads for `Decodable & FetchableRecord` do, also when the
+    /// caller is generic over `T: Decodable` alone.
     static func rowDecoder<T: Decodable>(for type: T.Type, statement: Statement) -> (
         () throws -> T, ColumnReader?
     ) {
+        if let record = T.self as? any FetchableRecord.Type {
+            let reader = ColumnReader(statement: statement)
+            return ({ try reader.withView { try record.init(row: $0) } as! T }, reader)
+        }
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
             let handle = statement.handle
             let decodeRow: () throws -> T = {

@@ -6,8 +6,7 @@
 /// Reading columns by position skips the standard library's `Decodable`
 /// machinery and the lookup of each property's column by name (see
 /// BENCHMARKS.md, workload 6). A type that is also `Decodable` is fetched
-/// through `init(row:)` wherever the compiler sees both conformances; code
-/// generic over `T: Decodable` alone fetches it through `Decodable`.
+/// through `init(row:)`, also by code generic over `T: Decodable` alone.
 ///
 /// ```swift
 /// struct Player: FetchableRecord {

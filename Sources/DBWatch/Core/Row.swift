@@ -110,7 +110,10 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
     /// let player = try row.decode(Player.self)
     /// ```
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
+        if let record = T.self as? any FetchableRecord.Type {
+            return try ColumnReader(row: self).withView { try record.init(row: $0) } as! T
+        }
+        return try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
     }
 
     /// The whole row as a ``FetchableRecord``, read by its `init(row:)`.
