@@ -34,7 +34,7 @@ extension CallerThreadWriteTests {
                 }
                 try await waitUntil { jobs.closed }
                 release.open()
-                try await withTimeout(seconds: 20) {
+                try await withTimeout {
                     try await write.value
                     await closed.wait()
                 }

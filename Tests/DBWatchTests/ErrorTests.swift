@@ -100,7 +100,7 @@ struct ErrorTests {
                 { _ = try DatabaseQueue(path: path) },
             ]
             for open in opens {
-                let error = try await withTimeout(seconds: 20) { () -> SQLiteError? in
+                let error = try await withTimeout { () -> SQLiteError? in
                     do {
                         try open()
                         return nil

@@ -319,7 +319,7 @@ struct FetchableRecordTests {
             }
         }
         let queue = try await playerQueue()
-        try await withTimeout(seconds: 30) {
+        try await withTimeout {
             var values = queue.observe(Leaders()).makeAsyncIterator()
             #expect(try await values.next() == ["Arthur", "Barbara"])
             try await queue.write { db in try db.execute(sql: "UPDATE player SET score = 200 WHERE id = 3") }

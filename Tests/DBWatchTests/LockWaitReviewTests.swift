@@ -108,7 +108,7 @@ extension LockWaitReviewTests {
             let pool = try DatabasePool(path: path, configuration: configuration)
             try holder.execute(sql: "BEGIN EXCLUSIVE")
             let read = Task { try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } }
-            let outcome: Result<Int?, any Error>? = try? await withTimeout(seconds: 20) {
+            let outcome: Result<Int?, any Error>? = try? await withTimeout {
                 await waiting.wait()
                 read.cancel()
                 return await read.result

@@ -74,7 +74,7 @@ struct LockWaitTests {
                     try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES ('cancelled')") }
                 }
             }
-            try await withTimeout(seconds: 30) {
+            try await withTimeout {
                 await waiting.wait()
                 task.cancel()
                 let result = await task.result
@@ -94,7 +94,7 @@ extension LockWaitTests {
     /// Opens with `open` on a thread of its own (opening waits there, not on
     /// a cooperative thread) while another connection holds the lock that
     /// `lock` takes, cancels the task once the wait starts, and returns how
-    /// the open ended (`nil`: cancelling did not end the wait in 30 s).
+    /// the open ended (`nil`: cancelling did not end the wait in time).
     func cancelledOpen<T: Sendable>(
         holding lock: [String], _ open: @escaping @Sendable (String, Configuration) throws -> T
     ) async throws -> Result<T, any Error>? {
@@ -110,7 +110,7 @@ extension LockWaitTests {
             let task = Task(executorPreference: DedicatedThreadExecutor()) { [configuration] in
                 try open(path, configuration)
             }
-            let outcome = try? await withTimeout(seconds: 30) {
+            let outcome = try? await withTimeout {
                 await waiting.wait()
                 task.cancel()
                 return await task.result

@@ -149,7 +149,7 @@ struct MigrationLoadingTests {
             try FileManager.default.createSymbolicLink(
                 atPath: device + "/0002_zero.sql", withDestinationPath: "/dev/zero")
             for (path, name) in [(fifo, "0002_fifo.sql"), (device, "0002_zero.sql")] {
-                let outcome = try await withTimeout(seconds: 20) { () -> MigrationError? in
+                let outcome = try await withTimeout { () -> MigrationError? in
                     do {
                         _ = try Migrator(directory: path)
                         return nil

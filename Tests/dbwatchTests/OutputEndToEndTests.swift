@@ -13,24 +13,27 @@ struct OutputEndToEndTests {
         var status: Int32
     }
 
-    func runScript(_ script: String, _ arguments: [String]) throws -> ScriptResult {
-        let (pid, output, error) = try Spawner.spawn(
-            ["/bin/bash", "-c", script, DBWatchBinary.path] + arguments,
-            environment: ProcessInfo.processInfo.environment)
-        let errorText = Protected(Data())
-        let errorRead = DispatchSemaphore(value: 0)
-        let errorHandle = FileHandle(fileDescriptor: error, closeOnDealloc: true)
-        Thread {
-            let data = errorHandle.readDataToEndOfFile()
-            errorText.withLock { $0 = data }
-            errorRead.signal()
-        }.start()
-        let data = FileHandle(fileDescriptor: output, closeOnDealloc: true).readDataToEndOfFile()
-        let status = Spawner.waitForExit(of: pid)
-        errorRead.wait()
-        return ScriptResult(
-            stdout: String(decoding: data, as: UTF8.self),
-            stderr: String(decoding: errorText.withLock { $0 }, as: UTF8.self), status: status)
+    /// Runs on a thread of its own (see `onOwnThread`).
+    func runScript(_ script: String, _ arguments: [String]) async throws -> ScriptResult {
+        try await onOwnThread {
+            let (pid, output, error) = try Spawner.spawn(
+                ["/bin/bash", "-c", script, DBWatchBinary.path] + arguments,
+                environment: ProcessInfo.processInfo.environment)
+            let errorText = Protected(Data())
+            let errorRead = DispatchSemaphore(value: 0)
+            let errorHandle = FileHandle(fileDescriptor: error, closeOnDealloc: true)
+            Thread {
+                let data = errorHandle.readDataToEndOfFile()
+                errorText.withLock { $0 = data }
+                errorRead.signal()
+            }.start()
+            let data = FileHandle(fileDescriptor: output, closeOnDealloc: true).readDataToEndOfFile()
+            let status = Spawner.waitForExit(of: pid)
+            errorRead.wait()
+            return ScriptResult(
+                stdout: String(decoding: data, as: UTF8.self),
+                stderr: String(decoding: errorText.withLock { $0 }, as: UTF8.self), status: status)
+        }
     }
 
     @Test func aFullOutputIsAWriteFailure() async throws {
@@ -44,7 +47,7 @@ struct OutputEndToEndTests {
                 ["watch", path, "SELECT * FROM t", "--once"], ["explain", path, "SELECT * FROM t"],
                 ["migrate", path, "--dir", folder], ["--help"], ["watch", "--help"], ["--version"],
             ] {
-                let result = try runScript(#"timeout 60 "$0" "$@" >/dev/full"#, arguments)
+                let result = try await runScript(#"timeout 60 "$0" "$@" >/dev/full"#, arguments)
                 #expect(result.status == 74, "\(arguments): \(result)")
                 #expect(result.stderr == "dbwatch: cannot write the output: No space left on device\n", "\(result)")
             }
@@ -53,7 +56,7 @@ struct OutputEndToEndTests {
 
     @Test func aClosedPipeEndsTheCommandQuietly() async throws {
         let script = #"timeout 60 "$0" "$@" | head -c 1 >/dev/null; echo "${PIPESTATUS[0]}""#
-        let result = try runScript(script, ["demo", "--seed", "1", "--rate", "50"])
+        let result = try await runScript(script, ["demo", "--seed", "1", "--rate", "50"])
         #expect(result.stdout == "\(128 + SIGPIPE)\n", "\(result)")
         #expect(result.stderr.isEmpty, "\(result)")
     }
@@ -66,7 +69,7 @@ struct OutputEndToEndTests {
             let path = scratch.file("db.sqlite")
             try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
             let script = #"timeout 30 "$0" "$@" | head -n 1; echo "${PIPESTATUS[0]}""#
-            let result = try runScript(script, ["watch", path, "SELECT a FROM t", "--format", "csv"])
+            let result = try await runScript(script, ["watch", path, "SELECT a FROM t", "--format", "csv"])
             #expect(result.stdout == "a\r\n\(128 + SIGPIPE)\n", "\(result)")
             #expect(result.stderr.isEmpty, "\(result)")
         }

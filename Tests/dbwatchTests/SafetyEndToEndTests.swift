@@ -184,7 +184,7 @@ struct SafetyEndToEndTests {
                 timeout 60 "$0" watch db.sqlite "SELECT ?" --arg "$(printf '\\377')" --once 2>&1; echo "exit $?"
                 ls | wc -l
                 """
-            let output = try Shell.run(
+            let output = try await Shell.runOnOwnThread(
                 "/bin/sh", ["-c", script, DBWatchBinary.path, scratch.path, Repository.migrations.path])
             #expect(
                 output == """

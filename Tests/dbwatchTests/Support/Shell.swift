@@ -26,6 +26,7 @@ enum Shell {
     ///
     /// Output is read to the end of the pipes: a program that leaves a
     /// daemon (the `tmux` server) must detach it from them, as tmux does.
+    /// Blocks the calling thread: for slow programs, ``runOnOwnThread(_:_:)``.
     @discardableResult
     static func run(_ program: String, _ arguments: [String]) throws -> String {
         let (pid, output, error) = try Spawner.spawn(
@@ -49,9 +50,28 @@ enum Shell {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// ``run(_:_:)`` on a thread of its own, for a program that may take
+    /// seconds (the `dbwatch` binary starts slowly under the thread
+    /// sanitizer on a loaded machine).
+    @discardableResult
+    static func runOnOwnThread(_ program: String, _ arguments: [String]) async throws -> String {
+        try await onOwnThread { try run(program, arguments) }
+    }
+
     /// A program that failed.
     struct ShellError: Error, CustomStringConvertible {
         let message: String
         var description: String { message }
+    }
+}
+
+/// Runs `body`, which blocks, on a thread of its own, and waits for it
+/// without blocking a thread of the cooperative pool. That pool has one
+/// thread per core for all the tests running in parallel: on two cores, two
+/// tests waiting there for slow programs stalled every other test, some of
+/// them past their timeouts.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
