@@ -120,15 +120,4 @@ extension String {
         }
         self = String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
     }
-
-    /// Reads a text column, keeping embedded NUL characters.
-    @inline(__always)
-    init(statement: OpaquePointer, column index: Int32) {
-        guard let text = sqlite3_column_text(statement, index) else {
-            self = ""
-            return
-        }
-        let count = Int(sqlite3_column_bytes(statement, index))
-        self = String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
-    }
 }

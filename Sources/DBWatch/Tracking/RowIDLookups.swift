@@ -177,9 +177,9 @@ extension Database {
             let h = statement.handle
             program.append(
                 RowIDLookups.Instruction(
-                    opcode: String(statement: h, column: 1),
+                    opcode: String(textOf: sqlite3_column_value(h, 1)),
                     p1: sqlite3_column_int64(h, 2), p2: sqlite3_column_int64(h, 3), p3: sqlite3_column_int64(h, 4),
-                    p4: sqlite3_column_type(h, 5) == SQLITE_NULL ? nil : String(statement: h, column: 5)))
+                    p4: sqlite3_column_type(h, 5) == SQLITE_NULL ? nil : String(textOf: sqlite3_column_value(h, 5))))
         }
         return program
     }
