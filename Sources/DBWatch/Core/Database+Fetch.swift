@@ -104,11 +104,7 @@ extension Database {
     @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, arguments: StatementArguments = []) throws -> [T] {
         let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
-        var values: [T] = []
-        while let value = try cursor.next() {
-            values.append(value)
-        }
-        return values
+        return try Database.collect(cursor.next)
     }
 
     /// The first row decoded as `T`, or `nil` when there is no row. For a
@@ -154,11 +150,7 @@ extension Database {
         -> [T]
     {
         let cursor = try fetchCursor(T.self, sql: sql, arguments: arguments)
-        var values: [T] = []
-        while let value = try cursor.next() {
-            values.append(value)
-        }
-        return values
+        return try Database.collect(cursor.next)
     }
 
     /// The first row as a ``FetchableRecord`` value, or `nil` when there is
@@ -197,11 +189,7 @@ extension Database {
         _ type: T.Type, sql: String, arguments: StatementArguments = []
     ) throws -> [T] {
         let cursor: RecordCursor<T> = try fetchCursor(T.self, sql: sql, arguments: arguments)
-        var values: [T] = []
-        while let value = try cursor.next() {
-            values.append(value)
-        }
-        return values
+        return try Database.collect(cursor.next)
     }
 
     /// The first row as a type that is both `Decodable` and
@@ -227,6 +215,17 @@ extension Database {
         _ type: T.Type, sql: String, arguments: StatementArguments = []
     ) throws -> RecordCursor<T> {
         RecordCursor(statement: try boundStatement(sql: sql, arguments: arguments))
+    }
+
+    /// Every value `next` gives, in order: the loop of the `fetchAll`
+    /// methods, inlined with them into the caller's module.
+    @inlinable
+    static func collect<T>(_ next: () throws -> T?) rethrows -> [T] {
+        var values: [T] = []
+        while let value = try next() {
+            values.append(value)
+        }
+        return values
     }
 
     /// The function that decodes the current row of `statement` as `T`,
