@@ -1,0 +1,223 @@
+import Foundation
+
+/// Dates are stored as GRDB stores them: UTC text `"yyyy-MM-dd HH:mm:ss.SSS"`,
+/// which sorts in time order and which SQLite's date functions read.
+///
+/// Reading accepts SQLite's own formats as well as numbers:
+/// - text `YYYY-MM-DD`, optionally followed by a space or `T` and `HH:MM`,
+///   `HH:MM:SS` or `HH:MM:SS.SSS` (any number of fraction digits), then
+///   optionally `Z` or an offset `±HH:MM`; without an offset the time is UTC,
+///   as in SQLite;
+/// - an integer or a real: seconds since 1970 (`unixepoch()`,
+///   `strftime('%s')`), as in GRDB.
+///
+/// Anything else converts to `nil`, so decoding it throws a typed error: a
+/// time without a date, an impossible day (`2023-02-30`), other text. A
+/// `Decodable` property of type `Date` reads its column the same way,
+/// instead of `Date`'s own `Decodable` form (seconds since 2001), which
+/// would give a wrong date for a Unix timestamp without any error.
+///
+/// ```swift
+/// try db.execute(sql: "INSERT INTO event (at) VALUES (?)", arguments: [Date()])
+/// // at = '2026-11-22 21:04:05.123'
+/// let last = try db.fetchOne(Date.self, sql: "SELECT max(at) FROM event")
+/// ```
+extension Date: DatabaseValueConvertible {
+    /// UTC text, rounded to the millisecond: `"yyyy-MM-dd HH:mm:ss.SSS"`. A
+    /// date outside the years 0000–9999, which that text cannot hold, is
+    /// stored as a real: seconds since 1970.
+    ///
+    /// ```swift
+    /// Date(timeIntervalSince1970: 0.25).databaseValue   // .text("1970-01-01 00:00:00.250")
+    /// ```
+    public var databaseValue: DatabaseValue {
+        let seconds = timeIntervalSince1970
+        // Rounded, not truncated: 1_700_000_000.123 is a double a little
+        // below, and must not be stored as .122.
+        let rounded = (seconds * 1000).rounded()
+        guard rounded.isFinite, abs(rounded) < 1e15 else { return .real(seconds) }
+        let milliseconds = Int64(rounded)
+        let days = milliseconds.floorDivided(by: 86_400_000)
+        let millisecondOfDay = milliseconds - days * 86_400_000
+        let (year, month, day) = CivilCalendar.date(daysSince1970: days)
+        guard (0...9999).contains(year) else { return .real(seconds) }
+        var text = ""
+        text.reserveCapacity(23)
+        text.appendDigits(year, count: 4)
+        text.append("-")
+        text.appendDigits(month, count: 2)
+        text.append("-")
+        text.appendDigits(day, count: 2)
+        text.append(" ")
+        text.appendDigits(millisecondOfDay / 3_600_000, count: 2)
+        text.append(":")
+        text.appendDigits(millisecondOfDay / 60_000 % 60, count: 2)
+        text.append(":")
+        text.appendDigits(millisecondOfDay / 1000 % 60, count: 2)
+        text.append(".")
+        text.appendDigits(millisecondOfDay % 1000, count: 3)
+        return .text(text)
+    }
+
+    /// A date from SQLite date text, or from seconds since 1970; `nil`
+    /// for anything else.
+    ///
+    /// ```swift
+    /// Date.fromDatabaseValue(.text("2024-02-29T12:00:00Z"))   // 2024-02-29 12:00 UTC
+    /// Date.fromDatabaseValue(.integer(86_400))               // 1970-01-02 00:00 UTC
+    /// Date.fromDatabaseValue(.text("12:00"))                 // nil: no date
+    /// ```
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> Date? {
+        switch value {
+        case .integer(let seconds): return Date(timeIntervalSince1970: Double(seconds))
+        case .real(let seconds): return seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil
+        case .text(let text): return CivilCalendar.parse(text).map(Date.init(timeIntervalSince1970:))
+        case .blob, .null: return nil
+        }
+    }
+}
+
+/// Proleptic Gregorian calendar arithmetic in UTC, without `Calendar` or
+/// `DateFormatter` (both are slow and allocate): days since 1970 to a
+/// year, month and day and back, and SQLite's date text.
+enum CivilCalendar {
+    /// Days from 1970-01-01 to the given date (negative before it).
+    static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+        // Years start in March, so that February's leap day comes last.
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = shiftedYear.floorDivided(by: 400)
+        let yearOfEra = shiftedYear - era * 400
+        let monthFromMarch = (month + 9) % 12
+        let dayOfYear = (153 * monthFromMarch + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The year, month and day `days` after 1970-01-01.
+    static func date(daysSince1970 days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468
+        let era = shifted.floorDivided(by: 146_097)
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Seconds since 1970 for SQLite date text (see `Date`'s conversion),
+    /// or nil.
+    static func parse(_ text: String) -> Double? {
+        var text = text
+        return text.withUTF8 { bytes in
+            var scanner = DigitScanner(bytes: bytes)
+            guard let year = scanner.number(digits: 4), scanner.skip("-"),
+                let month = scanner.number(digits: 2), (1...12).contains(month), scanner.skip("-"),
+                let day = scanner.number(digits: 2), (1...daysIn(month: month, year: year)).contains(day)
+            else { return nil }
+            var seconds = Double(daysSince1970(year: year, month: month, day: day) * 86_400)
+            if scanner.isAtEnd { return seconds }
+            guard scanner.skip(" ") || scanner.skip("T"),
+                let hour = scanner.number(digits: 2), hour < 24, scanner.skip(":"),
+                let minute = scanner.number(digits: 2), minute < 60
+            else { return nil }
+            var second: Int64 = 0
+            var fraction = 0.0
+            if scanner.skip(":") {
+                guard let wholeSecond = scanner.number(digits: 2), wholeSecond < 60 else { return nil }
+                second = wholeSecond
+                if scanner.skip(".") {
+                    guard let digits = scanner.fraction() else { return nil }
+                    fraction = digits
+                }
+            }
+            seconds += Double(hour * 3600 + minute * 60 + second) + fraction
+            if scanner.skip("Z") || scanner.skip("z") {
+                return scanner.isAtEnd ? seconds : nil
+            }
+            if scanner.isAtEnd { return seconds }
+            let sign: Double
+            if scanner.skip("+") {
+                sign = 1
+            } else if scanner.skip("-") {
+                sign = -1
+            } else {
+                return nil
+            }
+            guard let offsetHours = scanner.number(digits: 2), offsetHours < 24, scanner.skip(":"),
+                let offsetMinutes = scanner.number(digits: 2), offsetMinutes < 60, scanner.isAtEnd
+            else { return nil }
+            // 12:00+02:00 is 10:00 UTC.
+            return seconds - sign * Double(offsetHours * 3600 + offsetMinutes * 60)
+        }
+    }
+}
+
+/// Reads ASCII digits and separators from UTF-8 bytes.
+private struct DigitScanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position = 0
+
+    var isAtEnd: Bool { position == bytes.count }
+
+    mutating func skip(_ character: Unicode.Scalar) -> Bool {
+        guard position < bytes.count, bytes[position] == UInt8(ascii: character) else { return false }
+        position += 1
+        return true
+    }
+
+    /// Exactly `digits` digits, as a number.
+    mutating func number(digits: Int) -> Int64? {
+        guard bytes.count - position >= digits else { return nil }
+        var number: Int64 = 0
+        for _ in 0..<digits {
+            let digit = bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            number = number * 10 + Int64(digit)
+            position += 1
+        }
+        return number
+    }
+
+    /// One or more digits after a decimal point, as a fraction of one.
+    mutating func fraction() -> Double? {
+        var nanoseconds: Int64 = 0
+        var digitsRead = 0
+        while position < bytes.count, case let digit = bytes[position] &- UInt8(ascii: "0"), digit < 10 {
+            // Digits beyond the nanosecond cannot change a Date.
+            if digitsRead < 9 { nanoseconds = nanoseconds * 10 + Int64(digit) }
+            digitsRead += 1
+            position += 1
+        }
+        guard digitsRead > 0 else { return nil }
+        for _ in digitsRead..<max(digitsRead, 9) { nanoseconds *= 10 }
+        return Double(nanoseconds) / 1e9
+    }
+}
+
+extension Int64 {
+    /// Division rounded toward negative infinity: -1 / 1000 is -1, not 0.
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
+
+extension String {
+    /// Appends `value` in decimal, padded with zeros to `count` digits.
+    fileprivate mutating func appendDigits(_ value: Int64, count: Int) {
+        let digits = String(value)
+        if digits.count < count { append(String(repeating: "0", count: count - digits.count)) }
+        append(digits)
+    }
+}

@@ -1,0 +1,194 @@
+import DBWatch
+import Foundation
+import Testing
+
+@Suite("Dates and UUIDs")
+struct DateAndUUIDTests {
+    struct Event: Decodable, Equatable {
+        var at: Date
+        var until: Date?
+    }
+
+    struct Session: Decodable, Equatable {
+        var id: UUID
+    }
+
+    /// A small deterministic generator (SplitMix64), so failures replay.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476C_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
+
+    @Test func storedAsUTCTextWithMilliseconds() async throws {
+        let queue = try DatabaseQueue()
+        let texts = try await queue.read { db in
+            try [date(0), date(0.25), date(-0.001), date(951_782_400), date(1_700_000_000.123)].map {
+                try db.fetchOne(String.self, sql: "SELECT ?", arguments: [$0])
+            }
+        }
+        #expect(
+            texts == [
+                "1970-01-01 00:00:00.000", "1970-01-01 00:00:00.250", "1969-12-31 23:59:59.999",
+                "2000-02-29 00:00:00.000", "2023-11-14 22:13:20.123",
+            ])
+    }
+
+    /// Our calendar against SQLite's, on random instants from year 0 to 9999.
+    @Test func storedTextMatchesSQLiteFormatting() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.read { db in
+            var generator = SeededGenerator(state: 42)
+            for _ in 0..<2000 {
+                let seconds = Int64.random(in: -62_167_219_200...253_402_300_799, using: &generator)
+                let milliseconds = Int64.random(in: 0...999, using: &generator)
+                let ours = try db.fetchOne(
+                    String.self, sql: "SELECT ?",
+                    arguments: [date(Double(seconds) + Double(milliseconds) / 1000)])
+                let sqlite = try db.fetchOne(
+                    String.self,
+                    sql: "SELECT strftime('%Y-%m-%d %H:%M:%S', ?, 'unixepoch') || printf('.%03d', ?)",
+                    arguments: [seconds, milliseconds])
+                #expect(ours == sqlite, "\(seconds).\(milliseconds)")
+                if ours != sqlite { return }
+            }
+        }
+    }
+
+    /// Our reading of SQLite's date text against SQLite's own.
+    @Test func readsTheTextSQLiteReads() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.read { db in
+            var generator = SeededGenerator(state: 7)
+            for index in 0..<1000 {
+                let seconds = Int64.random(in: -62_167_219_200...253_402_300_799, using: &generator)
+                let format = [
+                    "%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%f", "%Y-%m-%dT%H:%M:%SZ",
+                    "%Y-%m-%d %H:%M:%S+05:30", "%Y-%m-%d %H:%M-11:00",
+                ][index % 7]
+                let text = try #require(
+                    try db.fetchOne(
+                        String.self, sql: "SELECT strftime(?, ?, 'unixepoch')", arguments: [format, seconds]))
+                let ours = try #require(try db.fetchOne(Date.self, sql: "SELECT ?", arguments: [text]), "\(text)")
+                let sqlite = try #require(
+                    try db.fetchOne(
+                        Double.self, sql: "SELECT (julianday(?) - 2440587.5) * 86400.0", arguments: [text]))
+                #expect(abs(ours.timeIntervalSince1970 - sqlite) < 0.001, "\(text)")
+            }
+        }
+    }
+
+    @Test func roundTripsToTheMillisecond() async throws {
+        let queue = try DatabaseQueue()
+        let now = Date()
+        let instants = [
+            now, date(0), date(-1.5), date(1_700_000_000.123), Date.distantPast, Date.distantFuture,
+            date(-62_167_219_200), date(253_402_300_799.999),
+        ]
+        let read = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE event (at)")
+            for instant in instants { try db.execute(sql: "INSERT INTO event VALUES (?)", arguments: [instant]) }
+            return try db.fetchAll(Date.self, sql: "SELECT at FROM event ORDER BY rowid")
+        }
+        #expect(read.count == instants.count)
+        for (stored, original) in zip(read, instants) {
+            let expected = (original.timeIntervalSince1970 * 1000).rounded() / 1000
+            #expect(abs(stored.timeIntervalSince1970 - expected) < 0.000_1, "\(original)")
+        }
+    }
+
+    /// Years beyond what the text holds are stored as seconds since 1970,
+    /// which read back exactly.
+    @Test func datesBeyondYear9999AreStoredAsNumbers() async throws {
+        let queue = try DatabaseQueue()
+        let (stored, read) = try await queue.read { db in
+            let far = date(1e13)
+            let stored = try db.fetchOne(sql: "SELECT ?", arguments: [far])![0]
+            return (stored, try db.fetchOne(Date.self, sql: "SELECT ?", arguments: [far]))
+        }
+        #expect(stored == .real(1e13))
+        #expect(read == date(1e13))
+    }
+
+    /// A Unix timestamp in a `Decodable` property: `Date`'s own `Decodable`
+    /// form would read it as seconds since 2001, 31 years late, silently.
+    @Test func decodablePropertiesReadUnixTimestampsAndText() async throws {
+        let queue = try DatabaseQueue()
+        let events = try await queue.read { db in
+            try db.fetchAll(
+                Event.self,
+                sql: """
+                    SELECT 1700000000 AS at, NULL AS until
+                    UNION ALL SELECT '2024-02-29 12:00:00.5', 86400.25
+                    UNION ALL SELECT '2024-02-29T12:00:00+02:00', '1970-01-01'
+                    """)
+        }
+        #expect(
+            events == [
+                Event(at: date(1_700_000_000), until: nil),
+                Event(at: date(1_709_208_000.5), until: date(86_400.25)),
+                Event(at: date(1_709_200_800), until: date(0)),
+            ])
+    }
+
+    @Test func textThatIsNotADateThrows() async throws {
+        let queue = try DatabaseQueue()
+        let refused = [
+            "12:00", "12:00:00", "2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "2024-01-01 24:00",
+            "2024-01-01 10:60", "2024-01-01 10:00:60", "2024-01-01 10:00:00.", "2024-01-01 10:00 +02:00",
+            "2024-01-01 10:00+2", "2024-01-01 ", "24-01-01", "2024/01/01", "yesterday", "",
+        ]
+        for text in refused {
+            await #expect(throws: DecodingError.self, "\(text)") {
+                try await queue.read { db in try db.fetchOne(Date.self, sql: "SELECT ?", arguments: [text]) }
+            }
+            #expect(Date.fromDatabaseValue(.text(text)) == nil, "\(text)")
+        }
+        #expect(Date.fromDatabaseValue(.blob(Data("2024-01-01".utf8))) == nil)
+        #expect(Date.fromDatabaseValue(.real(.infinity)) == nil)
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in
+                try db.fetchAll(Event.self, sql: "SELECT 'soon' AS at, NULL AS until")
+            }
+        }
+    }
+
+    @Test func fractionsOfAnyLength() {
+        #expect(Date.fromDatabaseValue(.text("1970-01-01 00:00:01.5")) == date(1.5))
+        #expect(Date.fromDatabaseValue(.text("1970-01-01 00:00:01.123456")) == date(1.123456))
+        #expect(Date.fromDatabaseValue(.text("1970-01-01 00:00:01.1234567891234")) == date(1.123456789))
+        #expect(Date.fromDatabaseValue(.text("1970-01-01T00:00z")) == date(0))
+    }
+
+    @Test func uuidsRoundTripAsBlobsAndReadText() async throws {
+        let id = try #require(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        let queue = try DatabaseQueue()
+        let (stored, sessions) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE session (id)")
+            try db.execute(sql: "INSERT INTO session VALUES (?)", arguments: [id])
+            try db.execute(sql: "INSERT INTO session VALUES (?)", arguments: [id.uuidString.lowercased()])
+            let stored = try db.fetchOne(sql: "SELECT id FROM session ORDER BY rowid")![0]
+            return (stored, try db.fetchAll(Session.self, sql: "SELECT id FROM session ORDER BY rowid"))
+        }
+        #expect(
+            stored
+                == .blob(
+                    Data([
+                        0xE6, 0x21, 0xE1, 0xF8, 0xC3, 0x6C, 0x49, 0x5A, 0x93, 0xFC, 0x0C, 0x24, 0x7A, 0x3E, 0x6E, 0x5F,
+                    ])))
+        #expect(sessions == [Session(id: id), Session(id: id)])
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchOne(UUID.self, sql: "SELECT x'0102'") }
+        }
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchAll(Session.self, sql: "SELECT 'not-a-uuid' AS id") }
+        }
+    }
+}
