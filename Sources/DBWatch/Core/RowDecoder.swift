@@ -193,14 +193,8 @@ final class ColumnDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        if let singleColumn {
-            throw DecodingError.typeMismatch(
-                [String: Any].self,
-                .init(
-                    codingPath: codingPath,
-                    debugDescription:
-                        "column \(singleColumn) holds one value; a nested keyed type needs DatabaseValueConvertible"))
-        }
+        // One column's value asks for a keyed container: it is JSON.
+        if singleColumn != nil { throw JSONInColumn() }
         if containerKeyType == ObjectIdentifier(Key.self), let containerBox {
             return unsafeBitCast(containerBox, to: KeyedDecodingContainer<Key>.self)
         }
@@ -215,6 +209,7 @@ final class ColumnDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        if singleColumn != nil { throw JSONInColumn() }
         throw DecodingError.typeMismatch(
             [Any].self, .init(codingPath: codingPath, debugDescription: "a row does not decode as an array"))
     }
@@ -230,7 +225,9 @@ final class ColumnDecoder: Decoder {
 
 /// Decodes `T` from the value at `index` of `reader`, through
 /// ``DatabaseValueConvertible`` when `T` conforms, or `T(from:)` on a
-/// single-column decoder (enums with raw values, wrappers).
+/// single-column decoder (enums with raw values, wrappers), or from JSON
+/// text when `T` is a nested structure (an array, a struct), as GRDB reads
+/// nested `Codable` properties.
 @inline(__always)
 func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int, key: any CodingKey) throws -> T {
     if let convertible = T.self as? any DatabaseValueConvertible.Type {
@@ -238,7 +235,50 @@ func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int
         if let result = convertible.fromDatabaseValue(value) { return result as! T }
         throw DecodingError.conversion(value, to: T.self, column: key)
     }
-    return try T(from: ColumnDecoder(reader: reader, singleColumn: index))
+    do {
+        return try T(from: ColumnDecoder(reader: reader, singleColumn: index))
+    } catch is JSONInColumn {
+        return try decodeJSON(T.self, from: reader.value(at: index), column: key)
+    }
+}
+
+/// Thrown by a single column's decoder when the type asks for a keyed or
+/// unkeyed container: the column holds JSON.
+private struct JSONInColumn: Error {}
+
+/// `T` from the JSON text (or blob) of a column; its errors name the
+/// column first, then the path inside the JSON.
+private func decodeJSON<T: Decodable>(_ type: T.Type, from value: DatabaseValue, column: any CodingKey) throws -> T {
+    let json: Data
+    switch value {
+    case .text(let text): json = Data(text.utf8)
+    case .blob(let data): json = data
+    default: throw DecodingError.conversion(value, to: T.self, column: column)
+    }
+    do {
+        return try JSONDecoder().decode(T.self, from: json)
+    } catch let error as DecodingError {
+        throw error.inColumn(column, of: T.self)
+    }
+}
+
+extension DecodingError {
+    /// The same error, its coding path starting at `column`.
+    fileprivate func inColumn(_ column: any CodingKey, of type: Any.Type) -> DecodingError {
+        func moved(_ context: Context) -> Context {
+            Context(
+                codingPath: [column] + context.codingPath,
+                debugDescription: "JSON in column \(column.stringValue) as \(type): \(context.debugDescription)",
+                underlyingError: context.underlyingError)
+        }
+        switch self {
+        case .typeMismatch(let type, let context): return .typeMismatch(type, moved(context))
+        case .valueNotFound(let type, let context): return .valueNotFound(type, moved(context))
+        case .keyNotFound(let key, let context): return .keyNotFound(key, moved(context))
+        case .dataCorrupted(let context): return .dataCorrupted(moved(context))
+        @unknown default: return self
+        }
+    }
 }
 
 private func mismatch<T>(_ type: T.Type, _ reader: ColumnReader, _ index: Int, _ key: any CodingKey) -> DecodingError {

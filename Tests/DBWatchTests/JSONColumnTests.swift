@@ -1,0 +1,113 @@
+import DBWatch
+import Foundation
+import Testing
+
+/// A property that is itself a structure (an array, a struct, a
+/// dictionary) reads its column as JSON, as GRDB reads nested `Codable`
+/// properties.
+@Suite("JSON in columns")
+struct JSONColumnTests {
+    struct Address: Codable, Equatable {
+        var city: String
+        var zip: String?
+    }
+
+    struct Profile: Decodable, Equatable {
+        var name: String
+        var tags: [String]
+        var address: Address?
+        var scores: [String: Int]
+    }
+
+    /// A wrapper that reads its one value through a single-value container.
+    struct Tags: Decodable, Equatable {
+        var values: [String]
+        init(values: [String]) { self.values = values }
+        init(from decoder: any Decoder) throws { values = try decoder.singleValueContainer().decode([String].self) }
+    }
+
+    struct Tagged: Decodable, Equatable {
+        var tags: Tags
+    }
+
+    @Test func nestedPropertiesReadJSONTextAndBlobs() async throws {
+        let queue = try DatabaseQueue()
+        let (profiles, tagged) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE profile (name TEXT, tags TEXT, address, scores TEXT)")
+            try db.execute(
+                sql: "INSERT INTO profile VALUES (?, ?, ?, ?), (?, ?, ?, ?)",
+                arguments: [
+                    "Arthur", #"["a","b"]"#, #"{"city":"Paris","zip":"75001"}"#, #"{"x":1}"#,
+                    "Barbara", "[]", nil, "{}",
+                ])
+            try db.execute(sql: #"UPDATE profile SET address = CAST('{"city":"Lyon"}' AS BLOB) WHERE name = 'Barbara'"#)
+            return (
+                try db.fetchAll(Profile.self, sql: "SELECT * FROM profile ORDER BY name"),
+                try db.fetchOne(Tagged.self, sql: #"SELECT '["z"]' AS tags"#)
+            )
+        }
+        #expect(
+            profiles == [
+                Profile(
+                    name: "Arthur", tags: ["a", "b"], address: Address(city: "Paris", zip: "75001"), scores: ["x": 1]),
+                Profile(name: "Barbara", tags: [], address: Address(city: "Lyon", zip: nil), scores: [:]),
+            ])
+        #expect(tagged == Tagged(tags: Tags(values: ["z"])))
+    }
+
+    @Test func aNullNestedValueIsNilWhenOptional() async throws {
+        let queue = try DatabaseQueue()
+        let profile = try await queue.read { db in
+            try db.fetchOne(Profile.self, sql: "SELECT 'A' AS name, '[]' AS tags, NULL AS address, '{}' AS scores")
+        }
+        #expect(profile == Profile(name: "A", tags: [], address: nil, scores: [:]))
+    }
+
+    @Test func errorsNameTheColumnAndThePathInside() async throws {
+        let queue = try DatabaseQueue()
+        func failure(_ sql: String) async throws -> DecodingError {
+            do {
+                _ = try await queue.read { db in try db.fetchAll(Profile.self, sql: sql) }
+            } catch let error as DecodingError {
+                return error
+            }
+            Issue.record("\(sql) decoded")
+            throw CancellationError()
+        }
+        // Not JSON at all.
+        let corrupted = try await failure("SELECT 'A' AS name, 'a, b' AS tags, NULL AS address, '{}' AS scores")
+        guard case .dataCorrupted(let context) = corrupted else {
+            Issue.record("\(corrupted)")
+            return
+        }
+        #expect(context.codingPath.map(\.stringValue) == ["tags"])
+        #expect(context.debugDescription.contains("JSON in column tags"))
+        // JSON of the wrong shape: the path goes on inside it.
+        let mismatch = try await failure(
+            #"SELECT 'A' AS name, '[]' AS tags, '{"city":7}' AS address, '{}' AS scores"#)
+        guard case .typeMismatch(_, let inside) = mismatch else {
+            Issue.record("\(mismatch)")
+            return
+        }
+        #expect(inside.codingPath.map(\.stringValue) == ["address", "city"])
+        // NULL for a non-optional structure, and a number.
+        let null = try await failure("SELECT 'A' AS name, NULL AS tags, NULL AS address, '{}' AS scores")
+        guard case .valueNotFound = null else {
+            Issue.record("\(null)")
+            return
+        }
+        let number = try await failure("SELECT 'A' AS name, 12 AS tags, NULL AS address, '{}' AS scores")
+        guard case .typeMismatch = number else {
+            Issue.record("\(number)")
+            return
+        }
+    }
+
+    /// A whole row is not JSON: a top-level array type still fails clearly.
+    @Test func aRowIsNotAnArray() async throws {
+        let queue = try DatabaseQueue()
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchAll([String].self, sql: #"SELECT '["a"]'"#) }
+        }
+    }
+}
