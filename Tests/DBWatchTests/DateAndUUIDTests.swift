@@ -85,6 +85,38 @@ struct DateAndUUIDTests {
         }
     }
 
+    /// Random text near the date formats: whatever we read as a date,
+    /// SQLite reads as the same instant (we may refuse more than it does:
+    /// times without a date, impossible days).
+    @Test func neverReadsTextSQLiteWouldNot() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.read { db in
+            var generator = SeededGenerator(state: 99)
+            let alphabet = Array("0123456789-: T.Z+z")
+            let templates = ["2024-02-29 12:34:56.789+01:30", "1999-12-31T23:59Z", "0000-01-01", "2023-06-15 08:00:00"]
+            var accepted = 0
+            for _ in 0..<5000 {
+                var characters = Array(templates.randomElement(using: &generator)!)
+                for _ in 0..<Int.random(in: 0...3, using: &generator) {
+                    let position = Int.random(in: 0...characters.count, using: &generator)
+                    switch Int.random(in: 0..<3, using: &generator) {
+                    case 0 where position < characters.count: characters.remove(at: position)
+                    case 1 where position < characters.count:
+                        characters[position] = alphabet.randomElement(using: &generator)!
+                    default: characters.insert(alphabet.randomElement(using: &generator)!, at: position)
+                    }
+                }
+                let text = String(characters)
+                guard let ours = Date.fromDatabaseValue(.text(text)) else { continue }
+                accepted += 1
+                let sqlite = try db.fetchOne(
+                    Double.self, sql: "SELECT (julianday(?) - 2440587.5) * 86400.0", arguments: [text])
+                #expect(sqlite.map { abs($0 - ours.timeIntervalSince1970) < 0.001 } == true, "\(text)")
+            }
+            #expect(accepted > 1000)
+        }
+    }
+
     @Test func roundTripsToTheMillisecond() async throws {
         let queue = try DatabaseQueue()
         let now = Date()
