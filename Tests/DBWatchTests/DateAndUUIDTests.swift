@@ -13,18 +13,6 @@ struct DateAndUUIDTests {
         var id: UUID
     }
 
-    /// A small deterministic generator (SplitMix64), so failures replay.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476C_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
 
     @Test func storedAsUTCTextWithMilliseconds() async throws {
