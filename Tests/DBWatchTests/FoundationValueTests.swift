@@ -2,8 +2,8 @@ import DBWatch
 import Foundation
 import Testing
 
-@Suite("Dates and UUIDs")
-struct DateAndUUIDTests {
+@Suite("Foundation values: Date, UUID, URL, Decimal")
+struct FoundationValueTests {
     struct Event: Decodable, Equatable {
         var at: Date
         var until: Date?
@@ -11,6 +11,11 @@ struct DateAndUUIDTests {
 
     struct Session: Decodable, Equatable {
         var id: UUID
+    }
+
+    struct Item: Decodable, Equatable {
+        var link: URL
+        var price: Decimal
     }
 
     func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
@@ -210,5 +215,39 @@ struct DateAndUUIDTests {
         await #expect(throws: DecodingError.self) {
             try await queue.read { db in try db.fetchAll(Session.self, sql: "SELECT 'not-a-uuid' AS id") }
         }
+    }
+
+    @Test func urlsAndDecimalsRoundTripAsText() async throws {
+        let url = try #require(URL(string: "https://sqlite.org/lang_datefunc.html?x=1#top"))
+        let price = try #require(Decimal(string: "12345678901234567890.12345"))
+        let queue = try DatabaseQueue()
+        let (stored, items) = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE item (link, price)")
+            try db.execute(sql: "INSERT INTO item VALUES (?, ?)", arguments: [url, price])
+            try db.execute(sql: "INSERT INTO item VALUES ('https://a.b', 0.1), ('https://c.d', 7)")
+            let stored = try db.fetchOne(sql: "SELECT link, price FROM item ORDER BY rowid")!
+            return (stored, try db.fetchAll(Item.self, sql: "SELECT link, price FROM item ORDER BY rowid"))
+        }
+        #expect(stored[0] == .text("https://sqlite.org/lang_datefunc.html?x=1#top"))
+        #expect(stored[1] == .text("12345678901234567890.12345"))
+        #expect(
+            items == [
+                Item(link: url, price: price),
+                Item(link: URL(string: "https://a.b")!, price: Decimal(string: "0.1")!),
+                Item(link: URL(string: "https://c.d")!, price: 7),
+            ])
+    }
+
+    @Test func decimalsReadOnlyWholeNumbers() {
+        #expect(Decimal.fromDatabaseValue(.text("-1.5")) == Decimal(string: "-1.5"))
+        #expect(Decimal.fromDatabaseValue(.text("+2e3")) == 2000)
+        #expect(Decimal.fromDatabaseValue(.text(".5")) == Decimal(string: "0.5"))
+        #expect(Decimal.fromDatabaseValue(.text("5.")) == 5)
+        for text in ["12abc", "", "-", ".", "1e", "1e+", "NaN", "inf", "1.2.3", " 1", "1 ", "0x10", "1,5", "1e999"] {
+            #expect(Decimal.fromDatabaseValue(.text(text)) == nil, "\(text)")
+        }
+        #expect(Decimal.fromDatabaseValue(.real(.infinity)) == nil)
+        #expect(Decimal.fromDatabaseValue(.blob(Data("1".utf8))) == nil)
+        #expect(URL.fromDatabaseValue(.integer(1)) == nil)
     }
 }
