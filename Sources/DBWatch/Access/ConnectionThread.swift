@@ -26,9 +26,7 @@ enum ConnectionThread {
                     do {
                         database = try open(job.cancellation)
                     } catch {
-                        let endedByCancellation = ResultCode.busy ~= error || ResultCode.interrupt ~= error
-                        let cancelled = job.cancellation?.isSet == true && endedByCancellation
-                        job.fail(with: cancelled ? CancellationError() : error)
+                        job.fail(with: error.reportingCancellation(job.cancellation?.isSet == true))
                         continue
                     }
                 }

@@ -375,10 +375,17 @@ final class AccessCancellation: Sendable {
         do {
             return try body(database)
         } catch {
-            // A cancelled access ends its statement, or its wait for a lock.
-            if (ResultCode.interrupt ~= error || ResultCode.busy ~= error) && isCancelled { throw CancellationError() }
-            throw error
+            throw error.reportingCancellation(isCancelled)
         }
+    }
+}
+
+extension Error {
+    /// `CancellationError` when this is how a cancelled access ends (its
+    /// statement interrupted, or its wait for a lock cut short) and it was
+    /// cancelled; the error itself otherwise.
+    func reportingCancellation(_ cancelled: Bool) -> any Error {
+        cancelled && (ResultCode.interrupt ~= self || ResultCode.busy ~= self) ? CancellationError() : self
     }
 }
 
