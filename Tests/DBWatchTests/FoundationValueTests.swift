@@ -110,6 +110,31 @@ struct FoundationValueTests {
         }
     }
 
+    /// Whether SQLite reads `texts` as the instants we read, or refuses
+    /// them as we do: the texts on each side of one of its limits.
+    func expectSQLiteAgrees(_ texts: [String]) async throws {
+        let queue = try DatabaseQueue()
+        let sqlite = try await queue.read { db in
+            try texts.map {
+                try db.fetchOne(Double.self, sql: "SELECT (julianday(?) - 2440587.5) * 86400.0", arguments: [$0])
+            }
+        }
+        for (text, sqlite) in zip(texts, sqlite) {
+            let ours = Date.fromDatabaseValue(.text(text))?.timeIntervalSince1970
+            #expect((ours == nil) == (sqlite == nil), "\(text): ours \(ours as Any), SQLite's \(sqlite as Any)")
+            if let ours, let sqlite { #expect(abs(ours - sqlite) < 0.001, "\(text)") }
+        }
+    }
+
+    /// SQLite reads offsets up to ±14:59 only; the text after a greater one
+    /// is no date.
+    @Test func offsetsBeyondFourteenHoursAreRefused() async throws {
+        try await expectSQLiteAgrees([
+            "2024-01-01 10:00+14:59", "2024-01-01 10:00-14:59", "2024-01-01 10:00+15:00", "2024-01-01 10:00-15:00",
+            "2024-01-01 10:00:00.5+23:59", "0000-01-01 00:00+14:00", "0000-01-01 00:00+19:00",
+        ])
+    }
+
     @Test func roundTripsToTheMillisecond() async throws {
         let queue = try DatabaseQueue()
         let now = Date()

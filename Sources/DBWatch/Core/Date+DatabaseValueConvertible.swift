@@ -6,8 +6,8 @@ import Foundation
 /// Reading accepts SQLite's own formats as well as numbers:
 /// - text `YYYY-MM-DD`, optionally followed by a space or `T` and `HH:MM`,
 ///   `HH:MM:SS` or `HH:MM:SS.SSS` (any number of fraction digits), then
-///   optionally `Z` or an offset `±HH:MM`; without an offset the time is UTC,
-///   as in SQLite;
+///   optionally `Z` or an offset `±HH:MM` (up to ±14:59, as in SQLite);
+///   without an offset the time is UTC, as in SQLite;
 /// - an integer or a real: seconds since 1970 (`unixepoch()`,
 ///   `strftime('%s')`), as in GRDB.
 ///
@@ -154,7 +154,8 @@ enum CivilCalendar {
             } else {
                 return nil
             }
-            guard let offsetHours = scanner.number(digits: 2), offsetHours < 24, scanner.skip(":"),
+            // SQLite reads no offset beyond 14:59.
+            guard let offsetHours = scanner.number(digits: 2), offsetHours <= 14, scanner.skip(":"),
                 let offsetMinutes = scanner.number(digits: 2), offsetMinutes < 60, scanner.isAtEnd
             else { return nil }
             // 12:00+02:00 is 10:00 UTC.
