@@ -135,6 +135,16 @@ struct FoundationValueTests {
         ])
     }
 
+    /// SQLite reads no instant after 9999-12-31 23:59:59.999, which an
+    /// offset or its rounding to the millisecond can reach from a valid day.
+    @Test func instantsAfterYear9999AreRefused() async throws {
+        try await expectSQLiteAgrees([
+            "9999-12-31 23:59:59.999", "9999-12-31 23:59:59.99949", "9999-12-31 23:59:59.9995",
+            "9999-12-31 23:59:59.9999999999", "9999-12-31 22:59:59.999-01:00", "9999-12-31 23:00-01:00",
+            "9999-12-31 23:59+14:59", "9999-12-31 13:00-14:00", "9999-12-31T10:00:00.5-14:00",
+        ])
+    }
+
     @Test func roundTripsToTheMillisecond() async throws {
         let queue = try DatabaseQueue()
         let now = Date()
