@@ -103,6 +103,48 @@ struct JSONColumnTests {
         }
     }
 
+    /// A list that turns any error of its container into its own.
+    struct Scores: Decodable, Equatable {
+        struct Invalid: Error {
+            var underlying: any Error
+        }
+        var values: [Int]
+        init(values: [Int]) { self.values = values }
+        init(from decoder: any Decoder) throws {
+            do {
+                var container = try decoder.unkeyedContainer()
+                var values: [Int] = []
+                while !container.isAtEnd { values.append(try container.decode(Int.self)) }
+                self.values = values
+            } catch {
+                throw Invalid(underlying: error)
+            }
+        }
+    }
+
+    struct Game: Decodable, Equatable {
+        var scores: Scores
+    }
+
+    /// A type whose `init(from:)` wraps the error of its container request
+    /// still reads the JSON, and its errors hold nothing of ours.
+    @Test func aTypeThatWrapsErrorsReadsTheJSON() async throws {
+        let queue = try DatabaseQueue()
+        let (games, failure) = try await queue.read { db in
+            let games = try db.fetchAll(Game.self, sql: "SELECT '[3,1]' AS scores")
+            do {
+                _ = try db.fetchAll(Game.self, sql: #"SELECT '["x"]' AS scores"#)
+                return (games, nil as (any Error)?)
+            } catch {
+                return (games, error)
+            }
+        }
+        #expect(games == [Game(scores: Scores(values: [3, 1]))])
+        let error = try #require(failure)
+        #expect(error is Scores.Invalid)
+        #expect(!"\(error)".contains("JSONInColumn"), "\(error)")
+    }
+
     /// A whole row is not JSON: a top-level array type still fails clearly.
     @Test func aRowIsNotAnArray() async throws {
         let queue = try DatabaseQueue()

@@ -192,9 +192,16 @@ final class ColumnDecoder: Decoder {
     }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    /// Whether the type decoded from this one column asked for a keyed or
+    /// unkeyed container: the column holds JSON.
+    private(set) var asksForJSON = false
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         // One column's value asks for a keyed container: it is JSON.
-        if singleColumn != nil { throw JSONInColumn() }
+        if singleColumn != nil {
+            asksForJSON = true
+            throw JSONInColumn()
+        }
         if containerKeyType == ObjectIdentifier(Key.self), let containerBox {
             return unsafeBitCast(containerBox, to: KeyedDecodingContainer<Key>.self)
         }
@@ -209,7 +216,10 @@ final class ColumnDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        if singleColumn != nil { throw JSONInColumn() }
+        if singleColumn != nil {
+            asksForJSON = true
+            throw JSONInColumn()
+        }
         throw DecodingError.typeMismatch(
             [Any].self, .init(codingPath: codingPath, debugDescription: "a row does not decode as an array"))
     }
@@ -235,15 +245,19 @@ func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int
         if let result = convertible.fromDatabaseValue(value) { return result as! T }
         throw DecodingError.conversion(value, to: T.self, column: key)
     }
+    let decoder = ColumnDecoder(reader: reader, singleColumn: index)
     do {
-        return try T(from: ColumnDecoder(reader: reader, singleColumn: index))
-    } catch is JSONInColumn {
+        return try T(from: decoder)
+    } catch {
+        // Whatever `init(from:)` made of the refused container (its own
+        // error, one that wraps ours), the column is JSON.
+        guard decoder.asksForJSON else { throw error }
         return try decodeJSON(T.self, from: reader.value(at: index), column: key)
     }
 }
 
 /// Thrown by a single column's decoder when the type asks for a keyed or
-/// unkeyed container: the column holds JSON.
+/// unkeyed container, to end that attempt: the column holds JSON.
 private struct JSONInColumn: Error {}
 
 /// `T` from the JSON text (or blob) of a column; its errors name the
