@@ -145,6 +145,42 @@ struct JSONColumnTests {
         #expect(!"\(error)".contains("JSONInColumn"), "\(error)")
     }
 
+    struct Count: Decodable {
+        var value: Int
+        init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int.self) }
+    }
+
+    struct Counted: Decodable {
+        var count: Count
+    }
+
+    /// Inside a single-value wrapper the path still starts at the
+    /// property's column, not at its position.
+    @Test func errorsInsideAWrapperNameTheColumn() async throws {
+        let queue = try DatabaseQueue()
+        let (failure, notANumber) = try await queue.read { db -> ((any Error)?, (any Error)?) in
+            func failure(_ read: () throws -> Void) -> (any Error)? {
+                do {
+                    try read()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            return (
+                failure { _ = try db.fetchAll(Tagged.self, sql: "SELECT '[1]' AS tags") },
+                failure { _ = try db.fetchAll(Counted.self, sql: "SELECT 'many' AS count") }
+            )
+        }
+        #expect("\(notANumber as Any)".contains("cannot decode Int from TEXT in column count"), "\(notANumber as Any)")
+        guard case .typeMismatch(_, let context) = try #require(failure as? DecodingError) else {
+            Issue.record("\(failure as Any)")
+            return
+        }
+        #expect(context.codingPath.map(\.stringValue) == ["tags", "Index 0"])
+        #expect(context.debugDescription.hasPrefix("JSON in column tags as"), "\(context.debugDescription)")
+    }
+
     /// A whole row is not JSON: a top-level array type still fails clearly.
     @Test func aRowIsNotAnArray() async throws {
         let queue = try DatabaseQueue()

@@ -177,18 +177,21 @@ final class ColumnDecoder: Decoder {
     let reader: ColumnReader
     /// When set, the decoder stands for this one column (a nested property).
     let singleColumn: Int?
+    /// That column's key in errors (the property's), if not its position.
+    private let columnKey: (any CodingKey)?
     /// The coding key type of the cached container.
     private var containerKeyType: ObjectIdentifier?
     /// The box of the cached `KeyedDecodingContainer` (one reference).
     private var containerBox: AnyObject?
 
-    init(reader: ColumnReader, singleColumn: Int? = nil) {
+    init(reader: ColumnReader, singleColumn: Int? = nil, key: (any CodingKey)? = nil) {
         self.reader = reader
         self.singleColumn = singleColumn
+        self.columnKey = key
     }
 
     var codingPath: [any CodingKey] {
-        singleColumn.map { [ColumnKey(intValue: $0)] } ?? []
+        singleColumn.map { [columnKey ?? ColumnKey(intValue: $0)] } ?? []
     }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -229,7 +232,7 @@ final class ColumnDecoder: Decoder {
             throw DecodingError.valueNotFound(
                 Any.self, .init(codingPath: codingPath, debugDescription: "the row has no column"))
         }
-        return SingleColumn(reader: reader, index: singleColumn ?? 0)
+        return SingleColumn(reader: reader, index: singleColumn ?? 0, key: columnKey)
     }
 }
 
@@ -245,7 +248,7 @@ func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int
         if let result = convertible.fromDatabaseValue(value) { return result as! T }
         throw DecodingError.conversion(value, to: T.self, column: key)
     }
-    let decoder = ColumnDecoder(reader: reader, singleColumn: index)
+    let decoder = ColumnDecoder(reader: reader, singleColumn: index, key: key)
     do {
         return try T(from: decoder)
     } catch {
@@ -379,13 +382,16 @@ struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
 struct SingleColumn: SingleValueDecodingContainer {
     let reader: ColumnReader
     let index: Int
-    var codingPath: [any CodingKey] { [ColumnKey(intValue: index)] }
+    /// The key of a nested property's column; nil for a row's first column.
+    var key: (any CodingKey)? = nil
+    var codingPath: [any CodingKey] { [columnKey] }
+    private var columnKey: any CodingKey { key ?? ColumnKey(intValue: index) }
 
     func decodeNil() -> Bool { reader.isNull(at: index) }
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         guard let value = reader.int64(at: index), let result = T(exactly: value) else {
-            throw mismatch(T.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(T.self, reader, index, columnKey)
         }
         return result
     }
@@ -404,26 +410,26 @@ struct SingleColumn: SingleValueDecodingContainer {
 
     func decode(_ type: Double.Type) throws -> Double {
         guard let value = reader.double(at: index) else {
-            throw mismatch(Double.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(Double.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode(_ type: Float.Type) throws -> Float {
         guard let value = reader.float(at: index) else {
-            throw mismatch(Float.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(Float.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode(_ type: String.Type) throws -> String {
         guard let value = reader.string(at: index) else {
-            throw mismatch(String.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(String.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try decodeColumn(T.self, reader: reader, index: index, key: ColumnKey(intValue: index))
+        try decodeColumn(T.self, reader: reader, index: index, key: columnKey)
     }
 }
