@@ -181,6 +181,26 @@ struct JSONColumnTests {
         #expect(context.debugDescription.hasPrefix("JSON in column tags as"), "\(context.debugDescription)")
     }
 
+    struct Visit: Codable, Equatable {
+        var at: Date
+    }
+
+    struct Visitor: Decodable, Equatable {
+        var visits: [Visit]
+    }
+
+    /// As the README says: JSON written by a default `JSONEncoder`, dates
+    /// included (seconds since 2001), reads back as it was.
+    @Test func datesInsideTheJSONReadAsJSONEncoderWritesThem() async throws {
+        let visits = [Visit(at: Date(timeIntervalSince1970: 1_700_000_000.5))]
+        let json = String(decoding: try JSONEncoder().encode(visits), as: UTF8.self)
+        let queue = try DatabaseQueue()
+        let visitor = try await queue.read { db in
+            try db.fetchOne(Visitor.self, sql: "SELECT ? AS visits", arguments: [json])
+        }
+        #expect(visitor == Visitor(visits: visits))
+    }
+
     /// A whole row is not JSON: a top-level array type still fails clearly.
     @Test func aRowIsNotAnArray() async throws {
         let queue = try DatabaseQueue()
