@@ -177,6 +177,24 @@ struct FoundationValueTests {
         #expect(read == date(1e13))
     }
 
+    /// The numbers of SQLite's functions read as seconds since 1970;
+    /// `strftime('%s')` gives text, which is no date (SQLite would read
+    /// those digits as a Julian day) until cast to an integer.
+    @Test func unixSecondsFromSQLiteFunctions() async throws {
+        let queue = try DatabaseQueue()
+        let (epoch, cast) = try await queue.read { db in
+            (
+                try db.fetchOne(Date.self, sql: "SELECT unixepoch('2024-01-01 00:00:10')"),
+                try db.fetchOne(Date.self, sql: "SELECT CAST(strftime('%s', '2024-01-01 00:00:10') AS INTEGER)")
+            )
+        }
+        #expect(epoch == date(1_704_067_210))
+        #expect(cast == date(1_704_067_210))
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchOne(Date.self, sql: "SELECT strftime('%s', '2024-01-01')") }
+        }
+    }
+
     /// A Unix timestamp in a `Decodable` property: `Date`'s own `Decodable`
     /// form would read it as seconds since 2001, 31 years late, silently.
     @Test func decodablePropertiesReadUnixTimestampsAndText() async throws {

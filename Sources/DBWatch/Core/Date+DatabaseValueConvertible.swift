@@ -9,7 +9,8 @@ import Foundation
 ///   optionally `Z` or an offset `±HH:MM` (up to ±14:59, as in SQLite);
 ///   without an offset the time is UTC, as in SQLite;
 /// - an integer or a real: seconds since 1970 (`unixepoch()`,
-///   `strftime('%s')`), as in GRDB.
+///   `CAST(strftime('%s', …) AS INTEGER)`), as in GRDB. Digits in text
+///   are no date: `strftime('%s', …)` alone gives text.
 ///
 /// Anything else converts to `nil`, so decoding it throws a typed error: a
 /// time without a date, an impossible day (`2023-02-30`), an instant
