@@ -178,7 +178,7 @@ final class ColumnDecoder: Decoder {
     /// When set, the decoder stands for this one column (a nested property).
     let singleColumn: Int?
     /// That column's key in errors (the property's), if not its position.
-    private let columnKey: (any CodingKey)?
+    let columnKey: (any CodingKey)?
     /// The coding key type of the cached container.
     private var containerKeyType: ObjectIdentifier?
     /// The box of the cached `KeyedDecodingContainer` (one reference).
@@ -232,7 +232,7 @@ final class ColumnDecoder: Decoder {
             throw DecodingError.valueNotFound(
                 Any.self, .init(codingPath: codingPath, debugDescription: "the row has no column"))
         }
-        return SingleColumn(reader: reader, index: singleColumn ?? 0, key: columnKey)
+        return SingleColumn(reader: reader, index: singleColumn ?? 0, decoder: self)
     }
 }
 
@@ -382,10 +382,11 @@ struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
 struct SingleColumn: SingleValueDecodingContainer {
     let reader: ColumnReader
     let index: Int
-    /// The key of a nested property's column; nil for a row's first column.
-    var key: (any CodingKey)? = nil
+    /// Its decoder, which knows a nested property's key: three words in
+    /// all, which an existential container holds without a box.
+    let decoder: ColumnDecoder
     var codingPath: [any CodingKey] { [columnKey] }
-    private var columnKey: any CodingKey { key ?? ColumnKey(intValue: index) }
+    private var columnKey: any CodingKey { decoder.columnKey ?? ColumnKey(intValue: index) }
 
     func decodeNil() -> Bool { reader.isNull(at: index) }
 
