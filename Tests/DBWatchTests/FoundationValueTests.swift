@@ -110,6 +110,41 @@ struct FoundationValueTests {
         }
     }
 
+    /// Whether SQLite reads `texts` as the instants we read, or refuses
+    /// them as we do: the texts on each side of one of its limits.
+    func expectSQLiteAgrees(_ texts: [String]) async throws {
+        let queue = try DatabaseQueue()
+        let sqlite = try await queue.read { db in
+            try texts.map {
+                try db.fetchOne(Double.self, sql: "SELECT (julianday(?) - 2440587.5) * 86400.0", arguments: [$0])
+            }
+        }
+        for (text, sqlite) in zip(texts, sqlite) {
+            let ours = Date.fromDatabaseValue(.text(text))?.timeIntervalSince1970
+            #expect((ours == nil) == (sqlite == nil), "\(text): ours \(ours as Any), SQLite's \(sqlite as Any)")
+            if let ours, let sqlite { #expect(abs(ours - sqlite) < 0.001, "\(text)") }
+        }
+    }
+
+    /// SQLite reads offsets up to ±14:59 only; the text after a greater one
+    /// is no date.
+    @Test func offsetsBeyondFourteenHoursAreRefused() async throws {
+        try await expectSQLiteAgrees([
+            "2024-01-01 10:00+14:59", "2024-01-01 10:00-14:59", "2024-01-01 10:00+15:00", "2024-01-01 10:00-15:00",
+            "2024-01-01 10:00:00.5+23:59", "0000-01-01 00:00+14:00", "0000-01-01 00:00+19:00",
+        ])
+    }
+
+    /// SQLite reads no instant after 9999-12-31 23:59:59.999, which an
+    /// offset or its rounding to the millisecond can reach from a valid day.
+    @Test func instantsAfterYear9999AreRefused() async throws {
+        try await expectSQLiteAgrees([
+            "9999-12-31 23:59:59.999", "9999-12-31 23:59:59.99949", "9999-12-31 23:59:59.9995",
+            "9999-12-31 23:59:59.9999999999", "9999-12-31 22:59:59.999-01:00", "9999-12-31 23:00-01:00",
+            "9999-12-31 23:59+14:59", "9999-12-31 13:00-14:00", "9999-12-31T10:00:00.5-14:00",
+        ])
+    }
+
     @Test func roundTripsToTheMillisecond() async throws {
         let queue = try DatabaseQueue()
         let now = Date()
@@ -140,6 +175,24 @@ struct FoundationValueTests {
         }
         #expect(stored == .real(1e13))
         #expect(read == date(1e13))
+    }
+
+    /// The numbers of SQLite's functions read as seconds since 1970;
+    /// `strftime('%s')` gives text, which is no date (SQLite would read
+    /// those digits as a Julian day) until cast to an integer.
+    @Test func unixSecondsFromSQLiteFunctions() async throws {
+        let queue = try DatabaseQueue()
+        let (epoch, cast) = try await queue.read { db in
+            (
+                try db.fetchOne(Date.self, sql: "SELECT unixepoch('2024-01-01 00:00:10')"),
+                try db.fetchOne(Date.self, sql: "SELECT CAST(strftime('%s', '2024-01-01 00:00:10') AS INTEGER)")
+            )
+        }
+        #expect(epoch == date(1_704_067_210))
+        #expect(cast == date(1_704_067_210))
+        await #expect(throws: DecodingError.self) {
+            try await queue.read { db in try db.fetchOne(Date.self, sql: "SELECT strftime('%s', '2024-01-01')") }
+        }
     }
 
     /// A Unix timestamp in a `Decodable` property: `Date`'s own `Decodable`

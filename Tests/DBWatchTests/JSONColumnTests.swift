@@ -103,6 +103,104 @@ struct JSONColumnTests {
         }
     }
 
+    /// A list that turns any error of its container into its own.
+    struct Scores: Decodable, Equatable {
+        struct Invalid: Error {
+            var underlying: any Error
+        }
+        var values: [Int]
+        init(values: [Int]) { self.values = values }
+        init(from decoder: any Decoder) throws {
+            do {
+                var container = try decoder.unkeyedContainer()
+                var values: [Int] = []
+                while !container.isAtEnd { values.append(try container.decode(Int.self)) }
+                self.values = values
+            } catch {
+                throw Invalid(underlying: error)
+            }
+        }
+    }
+
+    struct Game: Decodable, Equatable {
+        var scores: Scores
+    }
+
+    /// A type whose `init(from:)` wraps the error of its container request
+    /// still reads the JSON, and its errors hold nothing of ours.
+    @Test func aTypeThatWrapsErrorsReadsTheJSON() async throws {
+        let queue = try DatabaseQueue()
+        let (games, failure) = try await queue.read { db in
+            let games = try db.fetchAll(Game.self, sql: "SELECT '[3,1]' AS scores")
+            do {
+                _ = try db.fetchAll(Game.self, sql: #"SELECT '["x"]' AS scores"#)
+                return (games, nil as (any Error)?)
+            } catch {
+                return (games, error)
+            }
+        }
+        #expect(games == [Game(scores: Scores(values: [3, 1]))])
+        let error = try #require(failure)
+        #expect(error is Scores.Invalid)
+        #expect(!"\(error)".contains("JSONInColumn"), "\(error)")
+    }
+
+    struct Count: Decodable {
+        var value: Int
+        init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int.self) }
+    }
+
+    struct Counted: Decodable {
+        var count: Count
+    }
+
+    /// Inside a single-value wrapper the path still starts at the
+    /// property's column, not at its position.
+    @Test func errorsInsideAWrapperNameTheColumn() async throws {
+        let queue = try DatabaseQueue()
+        let (failure, notANumber) = try await queue.read { db -> ((any Error)?, (any Error)?) in
+            func failure(_ read: () throws -> Void) -> (any Error)? {
+                do {
+                    try read()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            return (
+                failure { _ = try db.fetchAll(Tagged.self, sql: "SELECT '[1]' AS tags") },
+                failure { _ = try db.fetchAll(Counted.self, sql: "SELECT 'many' AS count") }
+            )
+        }
+        #expect("\(notANumber as Any)".contains("cannot decode Int from TEXT in column count"), "\(notANumber as Any)")
+        guard case .typeMismatch(_, let context) = try #require(failure as? DecodingError) else {
+            Issue.record("\(failure as Any)")
+            return
+        }
+        #expect(context.codingPath.map(\.stringValue) == ["tags", "Index 0"])
+        #expect(context.debugDescription.hasPrefix("JSON in column tags as"), "\(context.debugDescription)")
+    }
+
+    struct Visit: Codable, Equatable {
+        var at: Date
+    }
+
+    struct Visitor: Decodable, Equatable {
+        var visits: [Visit]
+    }
+
+    /// As the README says: JSON written by a default `JSONEncoder`, dates
+    /// included (seconds since 2001), reads back as it was.
+    @Test func datesInsideTheJSONReadAsJSONEncoderWritesThem() async throws {
+        let visits = [Visit(at: Date(timeIntervalSince1970: 1_700_000_000.5))]
+        let json = String(decoding: try JSONEncoder().encode(visits), as: UTF8.self)
+        let queue = try DatabaseQueue()
+        let visitor = try await queue.read { db in
+            try db.fetchOne(Visitor.self, sql: "SELECT ? AS visits", arguments: [json])
+        }
+        #expect(visitor == Visitor(visits: visits))
+    }
+
     /// A whole row is not JSON: a top-level array type still fails clearly.
     @Test func aRowIsNotAnArray() async throws {
         let queue = try DatabaseQueue()

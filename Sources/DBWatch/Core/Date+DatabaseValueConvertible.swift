@@ -6,13 +6,16 @@ import Foundation
 /// Reading accepts SQLite's own formats as well as numbers:
 /// - text `YYYY-MM-DD`, optionally followed by a space or `T` and `HH:MM`,
 ///   `HH:MM:SS` or `HH:MM:SS.SSS` (any number of fraction digits), then
-///   optionally `Z` or an offset `±HH:MM`; without an offset the time is UTC,
-///   as in SQLite;
+///   optionally `Z` or an offset `±HH:MM` (up to ±14:59, as in SQLite);
+///   without an offset the time is UTC, as in SQLite;
 /// - an integer or a real: seconds since 1970 (`unixepoch()`,
-///   `strftime('%s')`), as in GRDB.
+///   `CAST(strftime('%s', …) AS INTEGER)`), as in GRDB. Digits in text
+///   are no date: `strftime('%s', …)` alone gives text.
 ///
 /// Anything else converts to `nil`, so decoding it throws a typed error: a
-/// time without a date, an impossible day (`2023-02-30`), other text. A
+/// time without a date, an impossible day (`2023-02-30`), an instant
+/// after 9999-12-31 23:59:59.999 (`9999-12-31 23:00-01:00`), which SQLite
+/// refuses too, other text. A
 /// `Decodable` property of type `Date` reads its column the same way,
 /// instead of `Date`'s own `Decodable` form (seconds since 2001), which
 /// would give a wrong date for a Unix timestamp without any error.
@@ -125,8 +128,8 @@ enum CivilCalendar {
                 let month = scanner.number(digits: 2), (1...12).contains(month), scanner.skip("-"),
                 let day = scanner.number(digits: 2), (1...daysIn(month: month, year: year)).contains(day)
             else { return nil }
-            var seconds = Double(daysSince1970(year: year, month: month, day: day) * 86_400)
-            if scanner.isAtEnd { return seconds }
+            let days = daysSince1970(year: year, month: month, day: day)
+            if scanner.isAtEnd { return Double(days * 86_400) }
             guard scanner.skip(" ") || scanner.skip("T"),
                 let hour = scanner.number(digits: 2), hour < 24, scanner.skip(":"),
                 let minute = scanner.number(digits: 2), minute < 60
@@ -141,24 +144,31 @@ enum CivilCalendar {
                     fraction = digits
                 }
             }
-            seconds += Double(hour * 3600 + minute * 60 + second) + fraction
-            if scanner.skip("Z") || scanner.skip("z") {
-                return scanner.isAtEnd ? seconds : nil
-            }
-            if scanner.isAtEnd { return seconds }
-            let sign: Double
-            if scanner.skip("+") {
-                sign = 1
-            } else if scanner.skip("-") {
-                sign = -1
-            } else {
-                return nil
-            }
-            guard let offsetHours = scanner.number(digits: 2), offsetHours < 24, scanner.skip(":"),
-                let offsetMinutes = scanner.number(digits: 2), offsetMinutes < 60, scanner.isAtEnd
-            else { return nil }
             // 12:00+02:00 is 10:00 UTC.
-            return seconds - sign * Double(offsetHours * 3600 + offsetMinutes * 60)
+            var offsetMinutes: Int64 = 0
+            if scanner.skip("Z") || scanner.skip("z") {
+                guard scanner.isAtEnd else { return nil }
+            } else if !scanner.isAtEnd {
+                let sign: Int64
+                if scanner.skip("+") {
+                    sign = 1
+                } else if scanner.skip("-") {
+                    sign = -1
+                } else {
+                    return nil
+                }
+                // SQLite reads no offset beyond 14:59.
+                guard let hours = scanner.number(digits: 2), hours <= 14, scanner.skip(":"),
+                    let minutesOfHour = scanner.number(digits: 2), minutesOfHour < 60, scanner.isAtEnd
+                else { return nil }
+                offsetMinutes = sign * (hours * 60 + minutesOfHour)
+            }
+            // SQLite reads no instant after 9999-12-31 23:59:59.999, the
+            // seconds rounded to the millisecond as it rounds them.
+            let minutes = days * 1440 + hour * 60 + minute - offsetMinutes
+            let seconds = Double(second) + fraction
+            guard minutes * 60_000 + Int64(seconds * 1000 + 0.5) <= 253_402_300_799_999 else { return nil }
+            return Double(minutes * 60) + seconds
         }
     }
 }

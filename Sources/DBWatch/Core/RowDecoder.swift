@@ -177,24 +177,34 @@ final class ColumnDecoder: Decoder {
     let reader: ColumnReader
     /// When set, the decoder stands for this one column (a nested property).
     let singleColumn: Int?
+    /// That column's key in errors (the property's), if not its position.
+    let columnKey: (any CodingKey)?
     /// The coding key type of the cached container.
     private var containerKeyType: ObjectIdentifier?
     /// The box of the cached `KeyedDecodingContainer` (one reference).
     private var containerBox: AnyObject?
 
-    init(reader: ColumnReader, singleColumn: Int? = nil) {
+    init(reader: ColumnReader, singleColumn: Int? = nil, key: (any CodingKey)? = nil) {
         self.reader = reader
         self.singleColumn = singleColumn
+        self.columnKey = key
     }
 
     var codingPath: [any CodingKey] {
-        singleColumn.map { [ColumnKey(intValue: $0)] } ?? []
+        singleColumn.map { [columnKey ?? ColumnKey(intValue: $0)] } ?? []
     }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    /// Whether the type decoded from this one column asked for a keyed or
+    /// unkeyed container: the column holds JSON.
+    private(set) var asksForJSON = false
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         // One column's value asks for a keyed container: it is JSON.
-        if singleColumn != nil { throw JSONInColumn() }
+        if singleColumn != nil {
+            asksForJSON = true
+            throw JSONInColumn()
+        }
         if containerKeyType == ObjectIdentifier(Key.self), let containerBox {
             return unsafeBitCast(containerBox, to: KeyedDecodingContainer<Key>.self)
         }
@@ -209,7 +219,10 @@ final class ColumnDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        if singleColumn != nil { throw JSONInColumn() }
+        if singleColumn != nil {
+            asksForJSON = true
+            throw JSONInColumn()
+        }
         throw DecodingError.typeMismatch(
             [Any].self, .init(codingPath: codingPath, debugDescription: "a row does not decode as an array"))
     }
@@ -219,7 +232,7 @@ final class ColumnDecoder: Decoder {
             throw DecodingError.valueNotFound(
                 Any.self, .init(codingPath: codingPath, debugDescription: "the row has no column"))
         }
-        return SingleColumn(reader: reader, index: singleColumn ?? 0)
+        return SingleColumn(reader: reader, index: singleColumn ?? 0, decoder: self)
     }
 }
 
@@ -235,15 +248,19 @@ func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int
         if let result = convertible.fromDatabaseValue(value) { return result as! T }
         throw DecodingError.conversion(value, to: T.self, column: key)
     }
+    let decoder = ColumnDecoder(reader: reader, singleColumn: index, key: key)
     do {
-        return try T(from: ColumnDecoder(reader: reader, singleColumn: index))
-    } catch is JSONInColumn {
+        return try T(from: decoder)
+    } catch {
+        // Whatever `init(from:)` made of the refused container (its own
+        // error, one that wraps ours), the column is JSON.
+        guard decoder.asksForJSON else { throw error }
         return try decodeJSON(T.self, from: reader.value(at: index), column: key)
     }
 }
 
 /// Thrown by a single column's decoder when the type asks for a keyed or
-/// unkeyed container: the column holds JSON.
+/// unkeyed container, to end that attempt: the column holds JSON.
 private struct JSONInColumn: Error {}
 
 /// `T` from the JSON text (or blob) of a column; its errors name the
@@ -365,13 +382,17 @@ struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
 struct SingleColumn: SingleValueDecodingContainer {
     let reader: ColumnReader
     let index: Int
-    var codingPath: [any CodingKey] { [ColumnKey(intValue: index)] }
+    /// Its decoder, which knows a nested property's key: three words in
+    /// all, which an existential container holds without a box.
+    let decoder: ColumnDecoder
+    var codingPath: [any CodingKey] { [columnKey] }
+    private var columnKey: any CodingKey { decoder.columnKey ?? ColumnKey(intValue: index) }
 
     func decodeNil() -> Bool { reader.isNull(at: index) }
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         guard let value = reader.int64(at: index), let result = T(exactly: value) else {
-            throw mismatch(T.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(T.self, reader, index, columnKey)
         }
         return result
     }
@@ -390,26 +411,26 @@ struct SingleColumn: SingleValueDecodingContainer {
 
     func decode(_ type: Double.Type) throws -> Double {
         guard let value = reader.double(at: index) else {
-            throw mismatch(Double.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(Double.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode(_ type: Float.Type) throws -> Float {
         guard let value = reader.float(at: index) else {
-            throw mismatch(Float.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(Float.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode(_ type: String.Type) throws -> String {
         guard let value = reader.string(at: index) else {
-            throw mismatch(String.self, reader, index, ColumnKey(intValue: index))
+            throw mismatch(String.self, reader, index, columnKey)
         }
         return value
     }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try decodeColumn(T.self, reader: reader, index: index, key: ColumnKey(intValue: index))
+        try decodeColumn(T.self, reader: reader, index: index, key: columnKey)
     }
 }
