@@ -189,16 +189,50 @@ struct JSONColumnTests {
         var visits: [Visit]
     }
 
-    /// As the README says: JSON written by a default `JSONEncoder`, dates
-    /// included (seconds since 2001), reads back as it was.
-    @Test func datesInsideTheJSONReadAsJSONEncoderWritesThem() async throws {
+    struct Attachment: Codable, Equatable {
+        var bytes: Data
+        var ratio: Double
+        var url: URL
+    }
+
+    /// JSON written by `DatabaseValue.json` reads back as it was, dates and
+    /// data included, in GRDB's form: sorted keys, dates as milliseconds
+    /// since 1970, data as base64.
+    @Test func jsonArgumentsRoundTripInGRDBsForm() async throws {
         let visits = [Visit(at: Date(timeIntervalSince1970: 1_700_000_000.5))]
-        let json = String(decoding: try JSONEncoder().encode(visits), as: UTF8.self)
+        let attachment = Attachment(bytes: Data([0, 1, 255]), ratio: 0.5, url: URL(string: "https://a.b/c")!)
         let queue = try DatabaseQueue()
-        let visitor = try await queue.read { db in
-            try db.fetchOne(Visitor.self, sql: "SELECT ? AS visits", arguments: [json])
+        let (visitor, storedVisits, storedAttachment, readAttachment) = try await queue.read { db in
+            let visitsJSON = try DatabaseValue.json(visits)
+            let attachmentJSON = try DatabaseValue.json(attachment)
+            return (
+                try db.fetchOne(Visitor.self, sql: "SELECT ? AS visits", arguments: [visitsJSON]),
+                visitsJSON, attachmentJSON,
+                try db.fetchOne(
+                    AttachmentHolder.self, sql: "SELECT json(?) AS attachment", arguments: [attachmentJSON])
+            )
         }
         #expect(visitor == Visitor(visits: visits))
+        #expect(storedVisits == .text(#"[{"at":1700000000500}]"#))
+        #expect(storedAttachment == .text(#"{"bytes":"AAH/","ratio":0.5,"url":"https://a.b/c"}"#))
+        #expect(readAttachment == AttachmentHolder(attachment: attachment))
+    }
+
+    struct AttachmentHolder: Decodable, Equatable {
+        var attachment: Attachment
+    }
+
+    /// A database GRDB wrote: its nested dates are milliseconds since 1970.
+    @Test func readsJSONThatGRDBWrote() async throws {
+        let queue = try DatabaseQueue()
+        let visitor = try await queue.read { db in
+            try db.fetchOne(Visitor.self, sql: #"SELECT '[{"at":86400000}]' AS visits"#)
+        }
+        #expect(visitor == Visitor(visits: [Visit(at: Date(timeIntervalSince1970: 86_400))]))
+    }
+
+    @Test func jsonRefusesWhatItCannotHold() {
+        #expect(throws: EncodingError.self) { try DatabaseValue.json([Double.nan]) }
     }
 
     /// A whole row is not JSON: a top-level array type still fails clearly.

@@ -273,7 +273,7 @@ private func decodeJSON<T: Decodable>(_ type: T.Type, from value: DatabaseValue,
     default: throw DecodingError.conversion(value, to: T.self, column: column)
     }
     do {
-        return try JSONDecoder().decode(T.self, from: json)
+        return try DatabaseValue.jsonDecoder().decode(T.self, from: json)
     } catch let error as DecodingError {
         throw error.inColumn(column, of: T.self)
     }
