@@ -54,6 +54,16 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         deduplicate = valueComparison(for: Request.Value.self)
     }
 
+    /// Ends the subscribers' loops, as when ``run()`` ends: nothing could
+    /// wake them any more (a live query that goes away before its `run()`
+    /// started still has subscribers).
+    deinit {
+        let wakeups = state.withLock { state in
+            state.subscribers.values.compactMap { $0.finishWakingLater(after: nil) }
+        }
+        for wakeup in wakeups { wakeup.resume() }
+    }
+
     /// The observed request. Setting it refetches with the new request; the
     /// subscribers receive its values without re-subscribing.
     ///
