@@ -71,6 +71,49 @@ struct LifecycleReviewTests {
         try await withTimeout(seconds: 20) { await consumer.value }
         #expect(recorder.values == [["(loading)"]])
     }
+
+    // MARK: - Rate limit
+
+    /// A rate-limited observation cancelled while its changes wait for the
+    /// interval leaves no timer behind (it kept the observation alive until
+    /// the interval passed).
+    @Test func cancellingARateLimitedObservationMidIntervalStopsItsTimer() async throws {
+        let queue = try await makePlayerQueue()
+        let clock = TestClock()
+        let options = ObservationOptions(minimumInterval: .seconds(3600), clock: clock)
+        let recorder = ValueRecorder<Int>()
+        let consumer = Task {
+            for try await count in queue.observe(IntRequest("SELECT count(*) FROM player"), options: options) {
+                recorder.append(count)
+            }
+        }
+        try await recorder.wait { $0 == [0] }
+        try await Self.insert("x", into: queue)
+        try await waitUntil { clock.sleeperCount == 1 }
+        consumer.cancel()
+        _ = await consumer.result
+        #expect(queue.observationCount == 0)
+        try await waitUntil(seconds: 20) { clock.sleeperCount == 0 }
+        clock.advance(by: .seconds(3600))
+        #expect(recorder.values == [0])
+    }
+
+    @Test func closingMidIntervalEndsARateLimitedObservationAndItsTimer() async throws {
+        let queue = try await makePlayerQueue()
+        let clock = TestClock()
+        let options = ObservationOptions(minimumInterval: .seconds(1), clock: clock)
+        let (recorder, task) = record(queue.observe(IntRequest("SELECT count(*) FROM player"), options: options))
+        try await recorder.wait(forCount: 1)
+        try await Self.insert("x", into: queue)
+        try await waitUntil { clock.sleeperCount == 1 }
+        queue.close()
+        try await withTimeout { await task.value }
+        // The change waiting for the interval was never fetched; the close error ends it.
+        #expect(recorder.values.count == 2)
+        #expect(recorder.values.first?.value == 0)
+        #expect(queue.observationCount == 0)
+        try await waitUntil(seconds: 20) { clock.sleeperCount == 0 }
+    }
 }
 
 extension Gate {

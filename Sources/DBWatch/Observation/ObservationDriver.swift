@@ -16,6 +16,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         /// Rate limit: when the next fetch may start, and whether a timer waits for it.
         var nextFetchAllowedAt: Duration?
         var timerScheduled = false
+        /// The timer's task: stopping or closing cancels it, so that it does
+        /// not keep the driver (and its last value) until the interval ends.
+        var timer: Task<Void, Never>?
         var isStopped = false
         /// The database closed: every subscriber ends with its error. A
         /// flag, not the error: idle observations must stay small.
@@ -97,30 +100,36 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// and then the end; later subscribers too.
     func endBecauseDatabaseClosed() {
         let error = SQLiteError.databaseClosed
+        var timer: Task<Void, Never>?
         let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
             guard !state.isClosed else { return [] }
             state.isClosed = true
             state.runningFetch?.cancel()
+            timer = state.timer.take()
             let delivered = isSame(.failure(error), state.lastResult)
             return state.subscribers.compactMap { subscriber in
                 subscriber.finishWakingLater(after: delivered && subscriber.hasReceived ? nil : .failure(error))
             }
         }
+        timer?.cancel()
         for wakeup in wakeups { wakeup.resume() }
     }
 
     /// Removes a subscriber; the last one stops the driver.
     func remove(_ id: ObjectIdentifier) {
+        var timer: Task<Void, Never>?
         let isLast = state.withLock { state -> Bool in
             state.subscribers.removeAll { ObjectIdentifier($0) == id }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
                 // Nobody waits for its result (promise 9).
                 state.runningFetch?.cancel()
+                timer = state.timer.take()
                 return true
             }
             return false
         }
+        timer?.cancel()
         if isLast { center.remove(self) }
     }
 
@@ -170,18 +179,23 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     private func scheduleTimer(until offset: Duration, limit: ObservationOptions.RateLimit) {
-        Task { [self] in
-            try? await limit.sleepUntil(offset)
-            let start = state.withLock { state -> Bool in
-                state.timerScheduled = false
-                guard state.needsFetch, !state.isFetching, !state.isStopped, !state.isClosed else {
-                    return false
+        // Created under the lock, so that it is stored before it can run.
+        state.withLock { locked in
+            guard !locked.isStopped, !locked.isClosed else { return }
+            locked.timer = Task { [self] in
+                try? await limit.sleepUntil(offset)
+                let start = state.withLock { state -> Bool in
+                    state.timerScheduled = false
+                    state.timer = nil
+                    guard state.needsFetch, !state.isFetching, !state.isStopped, !state.isClosed else {
+                        return false
+                    }
+                    state.needsFetch = false
+                    state.isFetching = true
+                    return true
                 }
-                state.needsFetch = false
-                state.isFetching = true
-                return true
+                if start { enqueueFetch() }
             }
-            if start { enqueueFetch() }
         }
     }
 
