@@ -72,6 +72,35 @@ struct LifecycleReviewTests {
         #expect(recorder.values == [["(loading)"]])
     }
 
+    /// A second `run()` while one runs observes nothing itself: cancelling
+    /// it returns at once and leaves the first running; cancelling the
+    /// first ends both. (Both stored their observation in one slot, so
+    /// cancelling either cancelled the other's, and the cancelled call
+    /// waited forever.)
+    @Test func aSecondRunWaitsForTheFirstAndCancelsAlone() async throws {
+        let queue = try await makePlayerQueue()
+        try await Self.insert("ann", into: queue)
+        let live = LiveQuery(Search(prefix: ""), in: queue)
+        let first = Task { await live.run() }
+        defer { first.cancel() }
+        try await waitUntil { live.value == ["ann"] }
+
+        let second = Task { await live.run() }
+        try await waitUntil { live.subscriberCount == 1 }
+        second.cancel()
+        try await withTimeout { await second.value }
+        try await Self.insert("bob", into: queue)
+        try await waitUntil { live.value == ["ann", "bob"] }
+
+        let third = Task { await live.run() }
+        try await waitUntil { live.subscriberCount == 1 }
+        first.cancel()
+        try await withTimeout { await first.value }
+        try await withTimeout { await third.value }
+        #expect(live.subscriberCount == 0)
+        #expect(queue.observationCount == 0)
+    }
+
     @Test func rapidRequestChangesEndOnTheLastRequestWithOneObservation() async throws {
         let queue = try await makePlayerQueue()
         try await Self.insert("al", "alan", "albert", "bob", "bea", into: queue)

@@ -30,6 +30,8 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         var current: Task<Void, Never>?
         /// `run()` ended: new subscribers get the current value, then the end.
         var hasEnded = false
+        /// A `run()` is observing; another call waits for it instead.
+        var isRunning = false
         var subscribers: [ObjectIdentifier: ObservationSubscription<Request.Value>] = [:]
     }
 
@@ -101,13 +103,28 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// the database closes (then ``error`` is "database is closed"). When it
     /// returns, the subscribers' loops end.
     ///
+    /// A call made while another runs observes nothing itself (it counts as
+    /// one subscriber meanwhile): it returns when the running one does, or
+    /// when its own task is cancelled, which leaves the running one alone.
+    ///
     /// ```swift
     /// let task = Task { await liveQuery.run() }
     /// // …
     /// task.cancel()
     /// ```
     public func run() async {
-        state.withLock { $0.hasEnded = false }
+        let isFirst = state.withLock { state -> Bool in
+            guard !state.isRunning else { return false }
+            state.isRunning = true
+            state.hasEnded = false
+            return true
+        }
+        guard isFirst else {
+            // A subscriber that ignores the values: its loop ends with the
+            // running call, or with this task's cancellation.
+            for await _ in values {}
+            return
+        }
         await withTaskCancellationHandler {
             while !Task.isCancelled {
                 let (request, generation) = state.withLock { ($0.request, $0.generation) }
@@ -130,6 +147,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
             }
             let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
                 state.hasEnded = true
+                state.isRunning = false
                 defer { state.subscribers = [:] }
                 return state.subscribers.values.compactMap { $0.finishWakingLater(after: nil) }
             }
