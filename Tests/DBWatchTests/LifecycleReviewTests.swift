@@ -5,15 +5,6 @@ import Testing
 /// changes, cancellation at each step, closing, and what stays behind.
 @Suite("Observation and LiveQuery lifecycle")
 struct LifecycleReviewTests {
-    struct Search: Queryable {
-        static let defaultValue: [String] = ["(loading)"]
-        var prefix: String
-        func fetch(_ db: Database) throws -> [String] {
-            try db.fetchAll(
-                String.self, sql: "SELECT name FROM player WHERE name LIKE ? || '%' ORDER BY name", arguments: [prefix])
-        }
-    }
-
     /// Names by prefix; its fetches wait for `release` after opening
     /// `started` (on a connection thread, never a cooperative one).
     struct GatedSearch: Queryable {
@@ -31,7 +22,7 @@ struct LifecycleReviewTests {
         func fetch(_ db: Database) throws -> [String] {
             started.open()
             release.blockingWait()
-            return try Search(prefix: prefix).fetch(db)
+            return try NameSearch(prefix: prefix).fetch(db)
         }
     }
 
@@ -58,7 +49,7 @@ struct LifecycleReviewTests {
     /// loops; when it goes away, nothing could ever wake them again.
     @Test func droppingALiveQueryThatNeverRanEndsItsSubscribers() async throws {
         let queue = try await makePlayerQueue()
-        var live: LiveQuery<Search>? = LiveQuery(Search(prefix: "a"), in: queue)
+        var live: LiveQuery<NameSearch>? = LiveQuery(NameSearch(prefix: "a"), in: queue)
         let recorder = ValueRecorder<[String]>()
         // The consumer holds its iterator only, as a `for await` loop does.
         let consumer = Task { [weak live] in
@@ -80,7 +71,7 @@ struct LifecycleReviewTests {
     @Test func aSecondRunWaitsForTheFirstAndCancelsAlone() async throws {
         let queue = try await makePlayerQueue()
         try await Self.insert("ann", into: queue)
-        let live = LiveQuery(Search(prefix: ""), in: queue)
+        let live = LiveQuery(NameSearch(prefix: ""), in: queue)
         let first = Task { await live.run() }
         defer { first.cancel() }
         try await waitUntil { live.value == ["ann"] }
@@ -104,7 +95,7 @@ struct LifecycleReviewTests {
     @Test func rapidRequestChangesEndOnTheLastRequestWithOneObservation() async throws {
         let queue = try await makePlayerQueue()
         try await Self.insert("al", "alan", "albert", "bob", "bea", into: queue)
-        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let live = LiveQuery(NameSearch(prefix: "a"), in: queue)
         let runner = Task { await live.run() }
         defer { runner.cancel() }
         let recorders = (0..<4).map { _ in ValueRecorder<[String]>() }
@@ -115,20 +106,20 @@ struct LifecycleReviewTests {
         // Many changes in a row, some back to an earlier request; the last wins.
         let prefixes = ["b", "al", "ala", "be", "a", "alb", "bo", "", "al", "b"]
         for _ in 0..<20 {
-            for prefix in prefixes { live.request = Search(prefix: prefix) }
+            for prefix in prefixes { live.request = NameSearch(prefix: prefix) }
         }
         try await waitUntil { live.value == ["bea", "bob"] }
         for recorder in recorders { try await recorder.wait { $0.last == ["bea", "bob"] } }
         // One observation remains: the earlier ones were stopped.
         try await waitUntil { queue.observationCount == 1 }
-        #expect(queue.statistics(for: Search(prefix: "b")) != nil)
+        #expect(queue.statistics(for: NameSearch(prefix: "b")) != nil)
         #expect(live.error == nil)
 
         // An equal request changes nothing: no new observation, no refetch.
-        let fetches = try #require(queue.statistics(for: Search(prefix: "b"))).fetches
-        live.request = Search(prefix: "b")
+        let fetches = try #require(queue.statistics(for: NameSearch(prefix: "b"))).fetches
+        live.request = NameSearch(prefix: "b")
         try await Self.insert("zed", into: queue)  // refetches "b" (a player row changed), same value
-        try await waitUntil { queue.statistics(for: Search(prefix: "b"))?.fetches == fetches + 1 }
+        try await waitUntil { queue.statistics(for: NameSearch(prefix: "b"))?.fetches == fetches + 1 }
         #expect(queue.observationCount == 1)
 
         // Later changes reach every subscriber once, in order.
@@ -203,13 +194,13 @@ struct LifecycleReviewTests {
         for round in 0..<20 {
             let queue = try await makePlayerQueue()
             try await Self.insert("ann", "bob", into: queue)
-            let live = LiveQuery(Search(prefix: "a"), in: queue)
+            let live = LiveQuery(NameSearch(prefix: "a"), in: queue)
             let runner = Task { await live.run() }
             let recorder = ValueRecorder<[String]>()
             let consumer = Task { for await names in live.values { recorder.append(names) } }
             try await recorder.wait { $0.last == ["ann"] }
-            live.request = Search(prefix: round % 2 == 0 ? "b" : "")
-            if round % 3 == 0 { live.request = Search(prefix: "x") }
+            live.request = NameSearch(prefix: round % 2 == 0 ? "b" : "")
+            if round % 3 == 0 { live.request = NameSearch(prefix: "x") }
             queue.close()
             try await withTimeout { await runner.value }
             try await withTimeout { await consumer.value }
@@ -217,7 +208,7 @@ struct LifecycleReviewTests {
             #expect(queue.observationCount == 0)
             #expect(live.subscriberCount == 0)
             // A request change after the end starts nothing.
-            live.request = Search(prefix: "z")
+            live.request = NameSearch(prefix: "z")
             #expect(queue.observationCount == 0)
             let late = try await withTimeout { () async -> Int in
                 var count = 0

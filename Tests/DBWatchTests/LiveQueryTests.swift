@@ -3,21 +3,12 @@ import Testing
 
 @Suite("LiveQuery, rate limit, explain")
 struct LiveQueryTests {
-    struct Search: Queryable {
-        static let defaultValue: [String] = ["(loading)"]
-        var prefix: String
-        func fetch(_ db: Database) throws -> [String] {
-            try db.fetchAll(
-                String.self, sql: "SELECT name FROM player WHERE name LIKE ? || '%' ORDER BY name", arguments: [prefix])
-        }
-    }
-
     @Test func liveQueryHoldsDefaultThenValuesAndSwitchesRequest() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in
             try db.execute(sql: "INSERT INTO player (name) VALUES ('alice'), ('bob'), ('albert')")
         }
-        let live = LiveQuery(Search(prefix: "al"), in: queue)
+        let live = LiveQuery(NameSearch(prefix: "al"), in: queue)
         #expect(live.value == ["(loading)"])
         let runner = Task { await live.run() }
         defer { runner.cancel() }
@@ -32,14 +23,14 @@ struct LiveQueryTests {
         try await waitUntil { live.subscriberCount == 2 }
 
         // A new request: subscribers keep their loop and see its values.
-        live.request = Search(prefix: "b")
+        live.request = NameSearch(prefix: "b")
         try await first.wait { $0.last == ["bob"] }
         try await second.wait { $0.last == ["bob"] }
         try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('bea')") }
         try await first.wait { $0.last == ["bea", "bob"] }
         // One observation runs for all subscribers.
         #expect(queue.observationCount == 1)
-        #expect(queue.statistics(for: Search(prefix: "b"))?.fetches == 2)
+        #expect(queue.statistics(for: NameSearch(prefix: "b"))?.fetches == 2)
 
         runner.cancel()
         for consumer in consumers { await consumer.value }  // the values end with run()
@@ -48,7 +39,7 @@ struct LiveQueryTests {
 
     @Test func liveQueryRunEndsWhenTheDatabaseCloses() async throws {
         let queue = try await makePlayerQueue()
-        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let live = LiveQuery(NameSearch(prefix: "a"), in: queue)
         let runner = Task { await live.run() }
         defer { runner.cancel() }
         let recorder = ValueRecorder<[String]>()
@@ -67,7 +58,7 @@ struct LiveQueryTests {
     @Test func subscribingAfterRunEndedGivesTheLastValueThenTheEnd() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('ann')") }
-        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let live = LiveQuery(NameSearch(prefix: "a"), in: queue)
         let runner = Task { await live.run() }
         try await waitUntil { live.value == ["ann"] }
         runner.cancel()
@@ -84,7 +75,7 @@ struct LiveQueryTests {
     @Test func anEqualValueAfterARequestChangeIsNotDeliveredAgain() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('ann'), ('bob')") }
-        let live = LiveQuery(Search(prefix: "a"), in: queue)
+        let live = LiveQuery(NameSearch(prefix: "a"), in: queue)
         let runner = Task { await live.run() }
         defer { runner.cancel() }
         let recorder = ValueRecorder<[String]>()
@@ -93,8 +84,8 @@ struct LiveQueryTests {
         try await recorder.wait { $0.last == ["ann"] }
         // "an" finds the same rows: its first value is not delivered again,
         // and its next one is.
-        live.request = Search(prefix: "an")
-        try await waitUntil { queue.statistics(for: Search(prefix: "an"))?.fetches == 1 }
+        live.request = NameSearch(prefix: "an")
+        try await waitUntil { queue.statistics(for: NameSearch(prefix: "an"))?.fetches == 1 }
         try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('anna')") }
         try await recorder.wait { $0.last == ["ann", "anna"] }
         #expect(recorder.values.filter { $0 == ["ann"] }.count == 1, "\(recorder.values)")

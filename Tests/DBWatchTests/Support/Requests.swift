@@ -39,3 +39,13 @@ struct IntRequest: Queryable {
         try db.fetchOne(Int.self, sql: sql) ?? 0
     }
 }
+
+/// Names that start with `prefix`; `["(loading)"]` before the first fetch.
+struct NameSearch: Queryable {
+    static let defaultValue: [String] = ["(loading)"]
+    var prefix: String
+    func fetch(_ db: Database) throws -> [String] {
+        try db.fetchAll(
+            String.self, sql: "SELECT name FROM player WHERE name LIKE ? || '%' ORDER BY name", arguments: [prefix])
+    }
+}
