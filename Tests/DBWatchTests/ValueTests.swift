@@ -180,6 +180,44 @@ struct ValueTests {
         }
     }
 
+    /// A type with dynamic keys sees the row's columns: a dictionary row
+    /// was silently empty, since the keyed container listed no key.
+    @Test func dynamicKeysAreTheColumnNames() async throws {
+        /// Keeps the columns whose names start with "x_".
+        struct Prefixed: Decodable, Equatable {
+            var values: [String: Int]
+            struct Key: CodingKey {
+                var stringValue: String
+                var intValue: Int? { nil }
+                init?(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { return nil }
+            }
+            init(values: [String: Int]) { self.values = values }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: Key.self)
+                var values: [String: Int] = [:]
+                for key in container.allKeys where key.stringValue.hasPrefix("x_") {
+                    values[key.stringValue] = try container.decode(Int.self, forKey: key)
+                }
+                self.values = values
+            }
+        }
+        let queue = try DatabaseQueue()
+        let (dictionaries, optionals, prefixed, fromRow) = try await queue.read { db in
+            (
+                try db.fetchAll([String: Int].self, sql: "SELECT 1 AS a, 2 AS b UNION ALL SELECT 3, 4"),
+                try db.fetchOne([String: String?].self, sql: "SELECT 'x' AS a, NULL AS b"),
+                try db.fetchOne(Prefixed.self, sql: "SELECT 1 AS x_a, 2 AS b, 3 AS x_c"),
+                try db.fetchOne(sql: "SELECT 5 AS a")!.decode([String: Int].self)
+            )
+        }
+        #expect(dictionaries == [["a": 1, "b": 2], ["a": 3, "b": 4]])
+        let withNull: [String: String?] = ["a": "x", "b": nil]
+        #expect(optionals == withNull)
+        #expect(prefixed == Prefixed(values: ["x_a": 1, "x_c": 3]))
+        #expect(fromRow == ["a": 5])
+    }
+
     @Test func manyRowsReuseOneDecoderCorrectly() async throws {
         struct Entry: Decodable, Equatable {
             var id: Int

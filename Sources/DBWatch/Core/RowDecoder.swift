@@ -70,6 +70,14 @@ final class ColumnReader {
         recentKeys = []
     }
 
+    /// The names of the columns, in order.
+    var names: [String] {
+        switch storage {
+        case .statement: return columnNames
+        case .row(let row): return row.columnNames
+        }
+    }
+
     /// The current row as a ``Row`` that outlives the statement's step.
     func copy() -> Row {
         switch storage {
@@ -305,7 +313,9 @@ private func mismatch<T>(_ type: T.Type, _ reader: ColumnReader, _ index: Int, _
 struct KeyedColumns<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let reader: ColumnReader
     var codingPath: [any CodingKey] { [] }
-    var allKeys: [Key] { [] }
+    /// The columns whose names make keys: what a type with dynamic keys
+    /// (a dictionary) iterates.
+    var allKeys: [Key] { reader.names.compactMap { Key(stringValue: $0) } }
 
     @inline(__always)
     private func index(_ key: Key) throws -> Int {
