@@ -179,8 +179,9 @@ public final class LiveQuery<Request: Queryable>: Sendable {
 
     /// The current value at once, then each new value. A slow subscriber
     /// receives the newest value when it asks again. The sequence ends when
-    /// ``run()`` ends or the consuming task is cancelled; subscribing after
-    /// `run()` ended gives the last value, then the end.
+    /// ``run()`` ends, when the consuming task is cancelled, or when the
+    /// live query goes away (a sequence does not keep it alive); subscribing
+    /// after `run()` ended gives the last value, then the end.
     ///
     /// ```swift
     /// for await players in leaderboard.values { broadcast(players) }
