@@ -180,7 +180,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// The current value at once, then each new value. A slow subscriber
     /// receives the newest value when it asks again. The sequence ends when
     /// ``run()`` ends, when the consuming task is cancelled, or when the
-    /// live query goes away (a sequence does not keep it alive); subscribing
+    /// live query goes away (an iterator does not keep it alive); subscribing
     /// after `run()` ended gives the last value, then the end.
     ///
     /// ```swift
