@@ -33,6 +33,28 @@ struct DecodeReviewTests {
         }
     }
 
+    /// Bool from a real: the same answer as a single value, a property, a
+    /// generic property and a `Row` value.
+    @Test func boolFromARealAgreesOnEveryPath() async throws {
+        struct Flag: Decodable { var v: Bool }
+        try await inMemory { db in
+            for sql in ["SELECT 1.0 AS v", "SELECT 0.0 AS v", "SELECT -0.0 AS v", "SELECT 0.5 AS v"] {
+                let single = try? db.fetchOne(Bool.self, sql: sql)
+                let property = try? db.fetchOne(Flag.self, sql: sql)?.v
+                let generic = try? db.fetchOne(Box<Bool>.self, sql: sql)?.v
+                let row = try? db.fetchOne(sql: sql)!.decode(Bool.self, at: 0)
+                #expect(single == property, "\(sql)")
+                #expect(single == generic, "\(sql)")
+                #expect(single == row, "\(sql)")
+            }
+            for sql in ["SELECT 2 AS v", "SELECT -1 AS v", "SELECT 0 AS v"] {
+                let single = try db.fetchOne(Bool.self, sql: sql)
+                #expect(try db.fetchOne(Flag.self, sql: sql)?.v == single)
+                #expect(try db.fetchOne(Box<Bool>.self, sql: sql)?.v == single)
+            }
+        }
+    }
+
     /// Every integer type at its edges, and reals, through each path.
     @Test func integerEdgesAgreeOnEveryPath() async throws {
         @Sendable func check<T: Decodable & Equatable & Sendable>(_ type: T.Type, _ db: Database) throws {
