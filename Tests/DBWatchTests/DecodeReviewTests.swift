@@ -338,3 +338,101 @@ struct DecodeReviewTests {
         }
     }
 }
+
+@Suite("Decoding review, second round")
+struct DecodeReviewSecondTests {
+    struct Pair: Decodable, Equatable { var a: Int; var b: String }
+
+    func inMemory<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let queue = try DatabaseQueue()
+        return try await withTimeout { try await queue.write(body) }
+    }
+
+    /// A cursor created before a schema change on its own connection and
+    /// stepped after it reads the new columns by name.
+    @Test func aCursorCreatedBeforeASchemaChangeReadsTheNewColumns() async throws {
+        try await inMemory { (db: Database) throws in
+            try db.execute(sql: "CREATE TABLE t (a, b); INSERT INTO t VALUES (1, 'x')")
+            let decoded = try db.fetchCursor(Pair.self, sql: "SELECT * FROM t")
+            let rows = try db.fetchCursor(sql: "SELECT * FROM t")
+            let single = try db.fetchCursor(Int.self, sql: "SELECT * FROM t")
+            try db.execute(sql: "DROP TABLE t; CREATE TABLE t (c, b, a); INSERT INTO t VALUES (0, 'y', 2)")
+            let (pair, row, value) = (try decoded.next(), try rows.next(), try single.next())
+            #expect(pair == Pair(a: 2, b: "y"))
+            #expect(row == Row(["c": 0, "b": "y", "a": 2]))
+            #expect(value == 0)
+        }
+    }
+
+    /// Errors name the property, then the path inside its JSON.
+    @Test func errorPaths() async throws {
+        @propertyWrapper struct W: Decodable {
+            var wrappedValue: Int
+            init(from decoder: any Decoder) throws {
+                wrappedValue = try decoder.singleValueContainer().decode(Int.self)
+            }
+        }
+        struct S: Decodable { @W var x: Int }
+        struct J: Decodable { var tags: [Int] }
+        try await inMemory { (db: Database) throws in
+            do {
+                _ = try db.fetchOne(S.self, sql: "SELECT 'a' AS x")
+                Issue.record("no error")
+            } catch DecodingError.typeMismatch(_, let context) {
+                #expect(context.codingPath.map(\.stringValue) == ["x"])
+            }
+            do {
+                _ = try db.fetchOne(J.self, sql: "SELECT '[1, \"a\"]' AS tags")
+                Issue.record("no error")
+            } catch DecodingError.typeMismatch(_, let context) {
+                #expect(context.codingPath.map(\.stringValue) == ["tags", "Index 1"])
+            }
+            do {
+                _ = try db.fetchOne(J.self, sql: "SELECT 5 AS tags")
+                Issue.record("no error")
+            } catch DecodingError.typeMismatch(_, let context) {
+                #expect(context.codingPath.map(\.stringValue) == ["tags"])
+                #expect(context.debugDescription.contains("INTEGER"))
+            }
+        }
+    }
+
+    /// A type that tries a keyed container, then a single value: a
+    /// column read as a number or as JSON.
+    @Test func flexibleTypes() async throws {
+        struct Flexible: Decodable, Equatable {
+            var value: Int
+            enum CodingKeys: CodingKey { case value }
+            init(value: Int) { self.value = value }
+            init(from decoder: any Decoder) throws {
+                if let container = try? decoder.container(keyedBy: CodingKeys.self) {
+                    value = try container.decode(Int.self, forKey: .value)
+                } else {
+                    value = try decoder.singleValueContainer().decode(Int.self)
+                }
+            }
+        }
+        struct Holder: Decodable, Equatable { var f: Flexible }
+        try await inMemory { (db: Database) throws in
+            let three = try db.fetchOne(Holder.self, sql: "SELECT 3 AS f")
+            let four = try db.fetchOne(Holder.self, sql: "SELECT '{\"value\": 4}' AS f")
+            #expect(three?.f == Flexible(value: 3))
+            #expect(four?.f == Flexible(value: 4))
+            #expect(throws: DecodingError.self) { try db.fetchOne(Holder.self, sql: "SELECT 'abc' AS f") }
+        }
+    }
+
+    /// Float narrowing and the sign of zero.
+    @Test func floatsAndReals() async throws {
+        struct F: Decodable { var f: Float; var d: Double }
+        try await inMemory { (db: Database) throws in
+            let f = try db.fetchOne(F.self, sql: "SELECT 9223372036854775807 AS f, -0.0 AS d")!
+            #expect(f.f == Float(Int64.max))
+            #expect(f.d.sign == .minus)
+            #expect(try db.fetchOne(Double.self, sql: "SELECT -0.0")?.sign == .minus)
+            #expect(throws: DecodingError.self) { try db.fetchOne(F.self, sql: "SELECT 1e300 AS f, 1 AS d") }
+            #expect(try db.fetchOne(F.self, sql: "SELECT 1e999 AS f, -1e999 AS d")?.f == .infinity)
+            #expect(throws: DecodingError.self) { try db.fetchOne(Float.self, sql: "SELECT 1e300") }
+        }
+    }
+}
