@@ -132,14 +132,15 @@ extension Bool: DatabaseValueConvertible {
     /// true.databaseValue   // .integer(1)
     /// ```
     public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
-    /// An integer: zero is `false`, anything else `true`.
+    /// An integer, or a real with an exact integer value (as for `Int64`,
+    /// and as a `Bool` property of a `Decodable` struct reads it): zero is
+    /// `false`, anything else `true`.
     ///
     /// ```swift
-    /// Bool.fromDatabaseValue(.integer(2))   // true; .text("true") gives nil
+    /// Bool.fromDatabaseValue(.integer(2))   // true; .real(1.0) true; .real(0.5) and .text("true") give nil
     /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
-        guard case .integer(let int) = value else { return nil }
-        return int != 0
+        Int64.fromDatabaseValue(value).map { $0 != 0 }
     }
 }
 

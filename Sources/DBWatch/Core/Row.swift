@@ -109,9 +109,22 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
     /// ```swift
     /// let player = try row.decode(Player.self)
     /// ```
+    ///
+    /// A single value (`Int`, `Date`, `UUID` … any
+    /// ``DatabaseValueConvertible`` type) is the first column, converted as
+    /// the fetch methods convert it: not by the type's own `Decodable` form
+    /// (a `Date`'s counts seconds from 2001).
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         if let record = T.self as? any FetchableRecord.Type {
             return try ColumnReader(row: self).withView { try record.init(row: $0) } as! T
+        }
+        if let convertible = T.self as? any DatabaseValueConvertible.Type {
+            guard let value = values.first else {
+                throw DecodingError.valueNotFound(
+                    T.self, .init(codingPath: [], debugDescription: "the row has no column"))
+            }
+            if let result = convertible.fromDatabaseValue(value) { return result as! T }
+            throw DecodingError.conversion(value, to: T.self, column: ColumnKey(name: columnNames[0], index: 0))
         }
         return try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
     }
