@@ -249,10 +249,9 @@ extension Database {
                     throw DecodingError.valueNotFound(
                         T.self, .init(codingPath: [], debugDescription: "the query returns no column"))
                 }
-                let value = DatabaseValue(statement: handle, column: 0)
-                if let result = convertible.fromDatabaseValue(value) { return result as! T }
-                let column = statement.columnNames.first.map { ColumnKey(name: $0, index: 0) } ?? ColumnKey(intValue: 0)
-                throw DecodingError.conversion(value, to: T.self, column: column)
+                return try DatabaseValue(statement: handle, column: 0).converted(
+                    to: T.self, by: convertible,
+                    column: statement.columnNames.first.map { ColumnKey(name: $0, index: 0) } ?? ColumnKey(intValue: 0))
             }
             return (decodeRow, nil)
         }

@@ -123,8 +123,7 @@ public struct Row: Hashable, Sendable, CustomStringConvertible {
                 throw DecodingError.valueNotFound(
                     T.self, .init(codingPath: [], debugDescription: "the row has no column"))
             }
-            if let result = convertible.fromDatabaseValue(value) { return result as! T }
-            throw DecodingError.conversion(value, to: T.self, column: ColumnKey(name: columnNames[0], index: 0))
+            return try value.converted(to: T.self, by: convertible, column: ColumnKey(name: columnNames[0], index: 0))
         }
         return try T(from: ColumnDecoder(reader: ColumnReader(row: self)))
     }
@@ -197,6 +196,19 @@ struct ColumnKey: CodingKey {
     init(name: String, index: Int) {
         self.stringValue = name
         self.intValue = index
+    }
+}
+
+extension DatabaseValue {
+    /// This value as `T` through `convertible` (`T` itself, seen as a
+    /// ``DatabaseValueConvertible``), or the `DecodingError` that names
+    /// `column`.
+    @inline(__always)
+    func converted<T>(
+        to type: T.Type, by convertible: any DatabaseValueConvertible.Type, column: @autoclosure () -> any CodingKey
+    ) throws -> T {
+        if let result = convertible.fromDatabaseValue(self) { return result as! T }
+        throw DecodingError.conversion(self, to: T.self, column: column())
     }
 }
 

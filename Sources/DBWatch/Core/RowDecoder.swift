@@ -252,9 +252,7 @@ final class ColumnDecoder: Decoder {
 @inline(__always)
 func decodeColumn<T: Decodable>(_ type: T.Type, reader: ColumnReader, index: Int, key: any CodingKey) throws -> T {
     if let convertible = T.self as? any DatabaseValueConvertible.Type {
-        let value = reader.value(at: index)
-        if let result = convertible.fromDatabaseValue(value) { return result as! T }
-        throw DecodingError.conversion(value, to: T.self, column: key)
+        return try reader.value(at: index).converted(to: T.self, by: convertible, column: key)
     }
     let decoder = ColumnDecoder(reader: reader, singleColumn: index, key: key)
     do {
