@@ -406,6 +406,58 @@ struct MigrationTests {
         #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations"])
     }
 
+    /// Drops of every kind of schema object take effect, plain and with
+    /// `IF EXISTS`, and a view can be redefined in one migration: a
+    /// migration recorded as applied changed what it says.
+    @Test(arguments: ["queue", "pool"])
+    func dropsAndRedefinitionsTakeEffect(kind: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let writer = try Self.open(kind, in: directory)
+            defer { writer.close() }
+            let migrator = try Migrator(migrations: [
+                Migration(
+                    number: 1, name: "create",
+                    sql: """
+                        CREATE TABLE t (a);
+                        CREATE VIEW v AS SELECT a FROM t;
+                        CREATE VIEW w AS SELECT a FROM t;
+                        CREATE VIEW redefined AS SELECT a FROM t;
+                        CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;
+                        CREATE TRIGGER tr2 AFTER INSERT ON t BEGIN SELECT 1; END;
+                        CREATE INDEX i ON t (a);
+                        CREATE INDEX i2 ON t (a);
+                        CREATE VIRTUAL TABLE f USING fts5 (body);
+                        CREATE VIRTUAL TABLE f2 USING fts5 (body);
+                        CREATE TABLE old (x);
+                        """),
+                Migration(number: 2, name: "drop_view", sql: "DROP VIEW v;\n"),
+                Migration(
+                    number: 3, name: "drop_the_rest",
+                    sql: """
+                        DROP VIEW IF EXISTS w;
+                        DROP VIEW IF EXISTS never_was;
+                        DROP TRIGGER tr;
+                        DROP TRIGGER IF EXISTS tr2;
+                        DROP INDEX i;
+                        DROP INDEX IF EXISTS i2;
+                        DROP TABLE f;
+                        DROP TABLE IF EXISTS f2;
+                        DROP TABLE IF EXISTS old;
+                        """),
+                Migration(
+                    number: 4, name: "redefine_view",
+                    sql: "DROP VIEW redefined;\nCREATE VIEW redefined AS SELECT a * 2 AS a FROM t;\n"),
+            ])
+            #expect(try await migrator.migrate(writer).map(\.number) == [1, 2, 3, 4])
+            #expect(
+                try await schemaDump(of: writer) == [
+                    "table t on t: CREATE TABLE t (a)",
+                    "view redefined on redefined: CREATE VIEW redefined AS SELECT a * 2 AS a FROM t",
+                ])
+            #expect(try await recordedMigrationNumbers(in: writer) == [1, 2, 3, 4])
+        }
+    }
+
     // MARK: - Foreign keys while migrating
 
     /// The SQLite documentation's table rebuild, here to add a column and a

@@ -1,4 +1,4 @@
-import DBWatch
+@testable import DBWatch
 import Foundation
 import Testing
 
@@ -50,6 +50,58 @@ struct UntrustedSQLTests {
                 let error = try await refusal(sql, in: directory)
                 #expect(error == nil, "\(sql)")
             }
+        }
+    }
+
+    /// The read form of each pragma the policy lists as read-only runs, on
+    /// a read-write connection and on a pool's read-only one: `PRAGMA
+    /// journal_mode` included, which SQLite does not mark as read-only.
+    @Test(arguments: UntrustedSQLPolicy.readOnlyPragmas.sorted())
+    func readOnlyPragmasReadTheirValue(pragma: String) async throws {
+        // The argument of those that name what to read.
+        let arguments = [
+            "foreign_key_check": "t", "foreign_key_list": "t", "index_info": "i", "index_list": "t",
+            "index_xinfo": "i", "table_info": "t", "table_xinfo": "t",
+        ]
+        var forms = ["PRAGMA \(pragma)", "PRAGMA main.\(pragma)"]
+        if let argument = arguments[pragma] { forms = forms.map { "\($0)(\(argument))" } }
+        try await withTemporaryDirectory { directory in
+            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE INDEX i ON t (a)") }
+            for sql in forms {
+                let written = try await pool.writeWithoutTransaction { db in
+                    try db.withUntrustedSQL { try db.fetchAll(sql: sql) }
+                }
+                let read = try await pool.read { db in try db.withUntrustedSQL { try db.fetchAll(sql: sql) } }
+                if pragma == "journal_mode" {
+                    #expect(written.map(\.values) == [[.text("wal")]])
+                    #expect(read.map(\.values) == [[.text("wal")]])
+                }
+            }
+        }
+    }
+
+    /// The setting forms stay refused whatever their spelling, and change nothing.
+    @Test(arguments: [
+        "PRAGMA journal_mode = WAL", "PRAGMA main.journal_mode=delete", "PRAGMA journal_mode(wal)",
+        "PRAGMA temp.journal_mode = memory", "PRAGMA journal_mode = OFF", "PRAGMA user_version = 3",
+        "PRAGMA main.user_version(3)", "PRAGMA application_id = 7", "PRAGMA schema_version = 99",
+        "PRAGMA foreign_keys = ON", "PRAGMA page_size = 8192", "PRAGMA encoding = 'UTF-16'",
+    ])
+    func settingFormsOfReadOnlyPragmasAreRefused(sql: String) async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            for execute in [false, true] {
+                let error = try await refusal(sql, in: directory, execute: execute)
+                #expect(error?.code == .auth, "\(String(describing: error))")
+                #expect(error?.message?.hasPrefix("refused: changing PRAGMA ") == true, "\(String(describing: error))")
+            }
+            let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+            defer { queue.close() }
+            let values = try await queue.read { db in
+                try db.fetchAll(sql: "SELECT * FROM pragma_journal_mode, pragma_user_version, pragma_application_id")
+            }
+            #expect(values.map(\.values) == [[.text("delete"), .integer(0), .integer(0)]])
         }
     }
 

@@ -111,6 +111,70 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// A migration that drops a view is applied for real: the schema and
+    /// the history agree, and a view can be redefined in one migration.
+    @Test func dropsTakeEffect() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = try writeMigrations(
+                [
+                    "0001_create.sql": """
+                    CREATE TABLE t (a); CREATE VIEW v AS SELECT a FROM t; CREATE VIEW w AS SELECT a FROM t;
+                    CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END; CREATE INDEX i ON t (a);
+                    CREATE VIRTUAL TABLE f USING fts5 (body);
+                    """,
+                    "0002_drop_view.sql": "DROP VIEW v;\n",
+                    "0003_redefine_view.sql": "DROP VIEW w;\nCREATE VIEW w AS SELECT a * 2 AS a FROM t;\n",
+                    "0004_drop_the_rest.sql": """
+                    DROP TRIGGER IF EXISTS tr; DROP INDEX IF EXISTS i; DROP TABLE IF EXISTS f;
+                    DROP VIEW IF EXISTS v;
+                    """,
+                ], in: scratch)
+            let run = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.lines.filter { $0.contains(" … applied (") }.count == 4, "\(run)")
+            let queue = try DatabaseQueue(path: path)
+            defer { queue.close() }
+            let schema = try await queue.read { db in
+                try db.fetchAll(
+                    String.self,
+                    sql:
+                        "SELECT type || ' ' || name || ': ' || sql FROM sqlite_master WHERE name <> 'dbwatch_migrations' "
+                        + "AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            }
+            #expect(schema == ["table t: CREATE TABLE t (a)", "view w: CREATE VIEW w AS SELECT a * 2 AS a FROM t"])
+        }
+    }
+
+    /// A migration that fails because it made its own connection read-only
+    /// (`PRAGMA query_only`) is a bad migration (65), not an unreadable
+    /// database (66); the database itself stays writable.
+    @Test func aMigrationFailingWithReadOnlyIsABadMigration() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("app.sqlite")
+            let folder = try writeMigrations(
+                [
+                    "0001_create.sql": "CREATE TABLE t (a);\n",
+                    "0002_query_only.sql": "PRAGMA query_only = 1;\nINSERT INTO t VALUES (1);\n",
+                ], in: scratch)
+            let run = try await DBWatchRun.run(["migrate", path, "--dir", folder])
+            #expect(run.exitStatus == 65, "\(run)")
+            #expect(run.stdout.contains("0002_query_only.sql … failed, rolled back"), "\(run)")
+            #expect(run.stderr.contains("migration 0002_query_only.sql failed at line 2"), "\(run)")
+            #expect(run.stderr.contains("readonly"), "\(run)")
+        }
+    }
+
+    /// Writes `files` into a new `migrations` folder of `scratch`; returns its path.
+    private func writeMigrations(_ files: [String: String], in scratch: Scratch) throws -> String {
+        let folder = scratch.file("migrations")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (name, contents) in files {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: folder + "/" + name))
+        }
+        return folder
+    }
+
     /// A file that cannot grow (here its size limit, as on a full disk) fails
     /// the migration that needs room: exit 74, the ones before it stay, the
     /// file stays sound, and migrating again with room finishes the job.

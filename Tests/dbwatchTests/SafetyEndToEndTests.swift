@@ -43,6 +43,8 @@ struct SafetyEndToEndTests {
         ("REPLACE INTO player (id, name, score) VALUES (1, 'Mallory', 0)", "writing to player"),
         ("PRAGMA user_version = 7", "PRAGMA user_version"),
         ("PRAGMA journal_mode = WAL", "PRAGMA journal_mode"),
+        ("PRAGMA main.journal_mode=delete", "PRAGMA journal_mode"),
+        ("PRAGMA journal_mode(wal)", "PRAGMA journal_mode"),
         ("PRAGMA writable_schema = ON", "PRAGMA writable_schema"),
         ("BEGIN IMMEDIATE", "transaction control"),
         ("CREATE TABLE t (a)", "refused"),
@@ -63,6 +65,29 @@ struct SafetyEndToEndTests {
                 #expect(snapshot.stderr.hasPrefix("dbwatch: refused: "), "\(snapshot)")
                 #expect(snapshot.stderr.contains(words), "\(snapshot)")
                 #expect(snapshot.stdout.isEmpty)
+            }
+            #expect(try fingerprint(scratch) == before, "a file appeared or changed")
+        }
+    }
+
+    /// The read forms of read-only pragmas run and change no file:
+    /// `PRAGMA journal_mode` among them, which SQLite does not mark read-only.
+    @Test func readOnlyPragmasReadAndChangeNothing() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let before = try fingerprint(scratch)
+            for (sql, output) in [
+                ("PRAGMA journal_mode", #""delete""#), ("PRAGMA main.journal_mode", #""delete""#),
+                ("PRAGMA user_version", "0"), ("PRAGMA page_count", "2"),
+            ] {
+                let watch = try await DBWatchRun.run(
+                    ["watch", path, sql, "--once", "--format", "ndjson"], directory: scratch.path)
+                #expect(watch.exitStatus == 0, "\(sql): \(watch)")
+                #expect(
+                    watch.lines.count == 1 && watch.lines[0].hasSuffix(#""rows":[["# + output + "]]}"),
+                    "\(sql): \(watch)")
+                let explain = try await DBWatchRun.run(["explain", path, sql], directory: scratch.path)
+                #expect(explain.exitStatus == 0, "\(sql): \(explain)")
             }
             #expect(try fingerprint(scratch) == before, "a file appeared or changed")
         }

@@ -35,13 +35,16 @@ extension Database {
         return try body()
     }
 
-    /// Checks a statement prepared under the policy.
+    /// Checks a statement prepared under the policy: a read-only statement
+    /// (as SQLite says), an `EXPLAIN`, or the read form of a pragma that
+    /// only reads though SQLite does not say so (`PRAGMA journal_mode`).
     func checkUntrusted(_ statement: Statement) throws {
         let keyword = Database.leadingKeyword(statement.sql)
         let allowedKeywords: Set<String> = ["select", "with", "values", "pragma", "explain"]
-        if !allowedKeywords.contains(keyword)
-            || (!statement.isReadOnly && sqlite3_stmt_isexplain(statement.handle) == 0)
-        {
+        let onlyReads =
+            statement.isReadOnly || sqlite3_stmt_isexplain(statement.handle) != 0
+            || (keyword == "pragma" && statement.footprint.readsPragmaNotMarkedReadOnly)
+        if !allowedKeywords.contains(keyword) || !onlyReads {
             let what = keyword.isEmpty ? "this statement" : keyword.uppercased()
             throw SQLiteError(code: .auth, message: "refused: \(what) is not a read-only query", sql: statement.sql)
         }

@@ -43,8 +43,10 @@ public final class Database {
     /// The authorizer ran outside our prepare: SQLite re-prepared a statement
     /// after a schema change, so cached result columns may be stale.
     var authorizerRanOutsidePrepare = false
-    /// The statement being prepared drops a table (see `authorize`).
-    var authorizerIsDroppingTable = false
+    /// The table, view or virtual table whose drop the authorizer allowed on
+    /// its previous call: SQLite asks `SQLITE_DELETE` on it next, for the
+    /// drop itself (see `deleteAnswer`).
+    var authorizedDrop: String?
     /// Set inside ``withUntrustedSQL(_:_:)``: the authorizer refuses all but reads.
     var untrustedPolicy: UntrustedSQLPolicy?
     /// When the statement running under the policy must stop.
@@ -235,14 +237,13 @@ public final class Database {
         var statementHandle: OpaquePointer?
         var tail: UnsafePointer<CChar>?
         footprintUnderConstruction = StatementFootprint()
-        authorizerIsDroppingTable = false
+        authorizedDrop = nil
         lastRefusal = nil
         let code = sqlite3_prepare_v3(
             handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
         var footprint = footprintUnderConstruction!
         footprintUnderConstruction = nil
         resolveUnqualifiedReads(in: &footprint)
-        authorizerIsDroppingTable = false
         if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
         guard code == SQLITE_OK else {
             let text = sql ?? String(cString: cSQL)

@@ -63,6 +63,12 @@ public struct UntrustedSQLPolicy: Sendable {
         "pragma_list", "quick_check", "schema_version", "table_info", "table_list", "table_xinfo", "user_version",
     ]
 
+    /// Read-only pragmas whose read form (no value) SQLite does not mark
+    /// read-only (`sqlite3_stmt_readonly` is false): the virtual machine
+    /// instruction that reads the journal mode is the one that sets it.
+    /// The authorizer has already refused their setting forms.
+    static let readsNotMarkedReadOnly: Set<String> = ["journal_mode"]
+
     /// Pragmas whose argument names what to read (`table_info(player)`), not a value to set.
     static let pragmasWithArgument: Set<String> = [
         "foreign_key_check", "foreign_key_list", "index_info", "index_list", "index_xinfo", "integrity_check",

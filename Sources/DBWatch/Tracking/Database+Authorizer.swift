@@ -15,6 +15,9 @@ extension Database {
         _ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?,
         _ schema: UnsafePointer<CChar>?
     ) -> Int32 {
+        // Only the call right after a drop may be the drop's own delete.
+        let droppedObject = authorizedDrop
+        authorizedDrop = nil
         if untrustedPolicy != nil,
             let refusal = UntrustedSQLPolicy.refusal(
                 action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
@@ -22,17 +25,23 @@ extension Database {
             lastRefusal = refusal
             return SQLITE_DENY
         }
+        if untrustedPolicy != nil, action == SQLITE_PRAGMA, second == nil, let first,
+            UntrustedSQLPolicy.readsNotMarkedReadOnly.contains(String(cString: first).lowercased())
+        {
+            footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
+        }
         if action == SQLITE_PRAGMA || action == SQLITE_ATTACH { noteSettingThatMayWait(action, first, second) }
-        if action == SQLITE_DROP_TABLE || action == SQLITE_DROP_TEMP_TABLE || action == SQLITE_DROP_VTABLE {
-            // `DROP TABLE t` asks for SQLITE_DELETE on `t` next: answering
-            // SQLITE_IGNORE there would silently skip the drop.
-            authorizerIsDroppingTable = true
+        switch action {
+        case SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_TABLE, SQLITE_DROP_VIEW, SQLITE_DROP_TEMP_VIEW, SQLITE_DROP_VTABLE:
+            authorizedDrop = first.map { String(cString: $0) }
+        default:
+            break
         }
         guard footprintUnderConstruction != nil else {
             // SQLite is preparing on its own: a re-prepare after a schema
             // change, or a virtual table module's internal statement.
             if action == SQLITE_SELECT || action == SQLITE_READ { authorizerRanOutsidePrepare = true }
-            return action == SQLITE_DELETE ? deleteAnswer(first) : SQLITE_OK
+            return action == SQLITE_DELETE ? deleteAnswer(first, droppedObject: droppedObject) : SQLITE_OK
         }
         switch action {
         case SQLITE_READ:
@@ -54,7 +63,7 @@ extension Database {
             let name = String(cString: first)
             footprintUnderConstruction!.recordWrite(
                 TableName(name, schema: schema.map { String(cString: $0) } ?? "main"), columns: .all)
-            if action == SQLITE_DELETE { return deleteAnswer(first) }
+            if action == SQLITE_DELETE { return deleteAnswer(first, droppedObject: droppedObject) }
         case SQLITE_UPDATE:
             // A statement's first use of a virtual table on a connection asks
             // to update the schema table, and writes nothing.
@@ -162,11 +171,27 @@ extension Database {
         return names
     }
 
-    /// `SQLITE_IGNORE` on a delete disables the truncate optimization (whose
-    /// rows would reach no hook) while the rows are still deleted. SQLite's
-    /// own tables are left alone.
-    private func deleteAnswer(_ table: UnsafePointer<CChar>?) -> Int32 {
-        guard let table, !authorizerIsDroppingTable else { return SQLITE_OK }
+    /// The answer to `SQLITE_DELETE` on `table`. This is the authorizer's
+    /// only `SQLITE_IGNORE`, and SQLite asks for a delete in two places
+    /// where it means different things:
+    ///
+    /// - A `DELETE` statement (also in a trigger body, a foreign-key action,
+    ///   or the `DELETE FROM sqlite_master …` SQLite runs for a schema
+    ///   change): `SQLITE_IGNORE` disables the truncate optimization (whose
+    ///   rows would reach no hook) and the rows are still deleted.
+    /// - A drop: every `DROP` asks on the schema table, and `DROP TABLE`
+    ///   and `DROP VIEW` (temporary and virtual tables included) ask again
+    ///   on the dropped object, right after the drop's own action
+    ///   (`droppedObject`). `SQLITE_IGNORE` there skips the drop without an
+    ///   error.
+    ///
+    /// So the dropped object and SQLite's own tables (the schema tables
+    /// every drop asks about; `sqlite_sequence` and the `sqlite_stat`
+    /// tables, whose changes reach no hook anyway) get `SQLITE_OK`, every
+    /// other table `SQLITE_IGNORE`.
+    private func deleteAnswer(_ table: UnsafePointer<CChar>?, droppedObject: String?) -> Int32 {
+        guard let table else { return SQLITE_OK }
+        if let droppedObject, sqlite3_stricmp(table, droppedObject) == 0 { return SQLITE_OK }
         return sqlite3_strnicmp(table, "sqlite_", 7) == 0 ? SQLITE_OK : SQLITE_IGNORE
     }
 }

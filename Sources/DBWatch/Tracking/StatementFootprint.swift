@@ -15,6 +15,10 @@ struct StatementFootprint {
     /// `BEGIN`, `COMMIT`/`END` or `ROLLBACK` (not savepoints): refused while
     /// the library owns the transaction (see `Database.ownsTransaction`).
     var beginsOrEndsTransaction = false
+    /// A `PRAGMA` that only reads, with no value, that SQLite nevertheless
+    /// does not mark read-only (`PRAGMA journal_mode`); recorded under an
+    /// untrusted policy only (see `Database.checkUntrusted`).
+    var readsPragmaNotMarkedReadOnly = false
 
     mutating func recordWrite(_ table: TableName, columns: ColumnSet) {
         if let existing = writes[table] {

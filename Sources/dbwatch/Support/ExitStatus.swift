@@ -60,8 +60,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             case .unreadable: self = .unavailable
             case .noSuchMigration: self = .usage
             case .statementFailed(_, _, _, let error):
-                let status = ExitStatus(code: error.code)
-                self = status == .failure ? .badSQL : status
+                self = ExitStatus(failedMigrationStatementCode: error.code)
             case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation, .invalidHistory,
                 .invalidEncoding:
                 self = .badSQL
@@ -89,6 +88,24 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             self = .badSQL
         default: self = .failure
         }
+    }
+
+    /// The status for a migration's statement that failed with `code`.
+    ///
+    /// The migration's `BEGIN IMMEDIATE` succeeded, so the database was
+    /// open and writable: a plain `SQLITE_READONLY` then comes from the
+    /// migration's own SQL (`PRAGMA query_only = 1`, a write to a database
+    /// it attached read-only), a bad migration like any other. The extended
+    /// read-only codes (the file moved away, a `-shm` that cannot be
+    /// written) stay about the file.
+    ///
+    /// ```swift
+    /// ExitStatus(failedMigrationStatementCode: .readOnly)   // .badSQL
+    /// ExitStatus(failedMigrationStatementCode: .full)       // .writeFailed
+    /// ```
+    init(failedMigrationStatementCode code: ResultCode) {
+        let status = ExitStatus(code: code)
+        self = status == .failure || code == .readOnly ? .badSQL : status
     }
 
     /// One line of `--help` per code.
