@@ -38,10 +38,14 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
 
     // Authorizer state (see Database+Authorizer.swift).
-    /// The footprint being collected by the authorizer during our own prepare.
+    /// The footprint being collected by the authorizer during our own
+    /// prepare, or during one that SQLite runs by itself inside a step.
     var footprintUnderConstruction: StatementFootprint?
-    /// The authorizer ran outside our prepare: SQLite re-prepared a statement
-    /// after a schema change, so cached result columns may be stale.
+    /// The authorizer ran outside our prepare, inside a step: SQLite
+    /// re-prepared the stepped statement after a schema change (or a virtual
+    /// table module prepared a statement of its own). What it reported is
+    /// in `footprintUnderConstruction`; `statementWasReprepared` sorts it out
+    /// after the step.
     var authorizerRanOutsidePrepare = false
     /// The statement being prepared drops a table (see `authorize`).
     var authorizerIsDroppingTable = false
@@ -352,10 +356,27 @@ public final class Database {
         }
     }
 
-    private func statementWasReprepared(_ statement: Statement) {
+    /// The authorizer ran during the step of `statement`. When SQLite
+    /// re-prepared `statement` (after a schema change), what the authorizer
+    /// reported meanwhile becomes its footprint, and the region being
+    /// recorded takes what the new program reads: the region recorded
+    /// before the step was the old program's. Otherwise (a virtual table's
+    /// own statement) the report is dropped. Other cached statements need
+    /// nothing: SQLite re-prepares each one at its own next step.
+    ///
+    /// Runs only after the authorizer ran outside a prepare of ours, so
+    /// a step costs one flag test as before.
+    func statementWasReprepared(_ statement: Statement) {
         authorizerRanOutsidePrepare = false
-        statement.refreshColumns()
-        clearStatementCache()
+        authorizerIsDroppingTable = false
+        guard var footprint = footprintUnderConstruction.take(), statement.wasReprepared else { return }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
+        statement.didReprepare(footprint: footprint)
+        if regionRecorder != nil {
+            let region = statement.executionRegion()
+            regionRecorder!.formUnion(region)
+        }
     }
 
     /// Steps `statement` until it is done, ignoring rows.

@@ -28,11 +28,15 @@ extension Database {
             // SQLITE_IGNORE there would silently skip the drop.
             authorizerIsDroppingTable = true
         }
-        guard footprintUnderConstruction != nil else {
-            // SQLite is preparing on its own: a re-prepare after a schema
-            // change, or a virtual table module's internal statement.
-            if action == SQLITE_SELECT || action == SQLITE_READ { authorizerRanOutsidePrepare = true }
-            return action == SQLITE_DELETE ? deleteAnswer(first) : SQLITE_OK
+        if footprintUnderConstruction == nil {
+            // SQLite is preparing on its own, inside a step: a re-prepare
+            // after a schema change, or a virtual table module's internal
+            // statement. Collected like a prepare of ours; the step decides
+            // what it was (see `statementWasReprepared`). Meanwhile the
+            // change hooks cannot trust the old footprint's columns.
+            footprintUnderConstruction = StatementFootprint()
+            authorizerRanOutsidePrepare = true
+            changeCollector?.statementIsBeingReprepared()
         }
         switch action {
         case SQLITE_READ:
