@@ -254,8 +254,7 @@ public final class Database {
             // to use function"), other refusals as SQLITE_AUTH.
             if untrustedPolicy != nil, let refusal = lastRefusal {
                 lastRefusal = nil
-                throw SQLiteError(
-                    code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: text)
+                throw Database.untrustedRefusal(refusal, sql: text)
             }
             throw SQLiteError(connection: handle, code: code, sql: text)
         }
