@@ -216,4 +216,31 @@ struct SchemaChangeRegionTests {
             #expect(region == "main.a_old(y), main.v(y)")
         }
     }
+
+    @Test func aStatementThatFailsAfterItsReprepareKeepsItsError() async throws {
+        // What a re-prepare records (the region, the rowid lookups) runs SQL
+        // of its own: the failed step's message must survive it.
+        try await withTemporaryDirectory { directory in
+            let pool = try Self.open("pool", path: directory.file("db.sqlite"), readers: 1)
+            defer { pool.close() }
+            try await pool.write { db in
+                try db.execute(
+                    sql: "CREATE TABLE a (x); INSERT INTO a VALUES (1); CREATE VIEW v AS SELECT abs(x) FROM a")
+            }
+            let request = SQLRequest("SELECT * FROM v")
+            let (values, task) = record(pool.observe(request))
+            defer { task.cancel() }
+            try await values.wait { $0.last?.value?.count == 1 }
+            // Any schema change makes SQLite re-prepare the reader's statement.
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE other (y); UPDATE a SET x = -9223372036854775807 - 1")
+            }
+            try await values.wait { $0.last?.value == nil }
+            guard case .failure(let error as SQLiteError)? = values.values.last else {
+                Issue.record("expected an SQLite error, got \(String(describing: values.values.last))")
+                return
+            }
+            #expect(error.message == "integer overflow")
+        }
+    }
 }

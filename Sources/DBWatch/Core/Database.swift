@@ -336,10 +336,11 @@ public final class Database {
     /// tracker informed and throws on failure.
     @inline(__always)
     func finish(_ statement: Statement, code: Int32) throws {
-        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         let handle = self.handle
-        // Read the error before reset, which may overwrite it.
+        // Read the error first: a reset, or the SQL that a re-prepare's
+        // region needs, may overwrite it.
         var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
+        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         if untrustedPolicy != nil, let failure = error { error = untrustedError(failure) }
         sqlite3_reset(statement.handle)
         if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
