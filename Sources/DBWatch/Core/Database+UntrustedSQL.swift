@@ -86,8 +86,8 @@ extension Database {
 
     /// Rewrites a failed step's error into a clear one: a refusal by the
     /// policy when SQLite re-prepared the statement inside the step (after
-    /// a schema change), worded as `prepare` words
-    /// one, or an interrupt caused by the time limit.
+    /// a schema change), worded as at prepare, or an interrupt caused by
+    /// the time limit.
     func untrustedError(_ error: SQLiteError) -> SQLiteError {
         if let refusal = lastRefusal {
             lastRefusal = nil
