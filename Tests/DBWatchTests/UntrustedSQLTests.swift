@@ -224,4 +224,42 @@ struct UntrustedSQLTests {
         }
         #expect(count == 1)
     }
+
+    @Test(
+        .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: ["cached", "not cached"])
+    func aStatementRepreparedAfterASchemaChangeIsCheckedAgain(use: String) async throws {
+        // Another process redefines a view: SQLite re-prepares the cached
+        // untrusted statement inside its step, under the same checks.
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            var configuration = Configuration()
+            configuration.maximumReaderCount = 1
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            defer { pool.close() }
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE a (x); INSERT INTO a VALUES (1); CREATE VIEW v AS SELECT x FROM a")
+            }
+            let sql = "SELECT * FROM v"
+            let read: @Sendable (Database) throws -> [Row] = { db in
+                try db.withUntrustedSQL {
+                    if use == "cached" { return try db.fetchAll(sql: sql) }
+                    // A script's statements are prepared afresh, but with
+                    // the schema the connection knew before this read.
+                    try db.execute(sql: sql + "; " + sql)
+                    return []
+                }
+            }
+            _ = try await pool.read(read)
+            try await SQLiteShell.run(
+                "BEGIN; DROP VIEW v; CREATE VIEW v AS SELECT fts5(NULL) AS x; COMMIT", on: path,
+                busyTimeout: 5000)
+            do {
+                _ = try await pool.read(read)
+                Issue.record("expected a refusal")
+            } catch let error as SQLiteError {
+                #expect(error.code == .auth)
+                #expect(error.message == "refused: the function fts5() is not allowed in a read-only query")
+            }
+        }
+    }
 }

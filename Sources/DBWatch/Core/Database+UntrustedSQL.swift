@@ -69,6 +69,11 @@ extension Database {
         return String(rest.prefix { $0.isLetter }).lowercased()
     }
 
+    /// The error of a statement the policy refused.
+    static func untrustedRefusal(_ refusal: String, sql: String?) -> SQLiteError {
+        SQLiteError(code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: sql)
+    }
+
     /// Called every 1000 virtual machine steps while under a policy.
     fileprivate func untrustedProgress() -> Int32 {
         guard let policy = untrustedPolicy else { return 0 }
@@ -82,8 +87,15 @@ extension Database {
         return 1
     }
 
-    /// Rewrites an interrupt caused by the time limit into a clear error.
+    /// Rewrites a failed step's error into a clear one: a refusal by the
+    /// policy when SQLite re-prepared the statement inside the step (after
+    /// a schema change), worded as at prepare, or an interrupt caused by
+    /// the time limit.
     func untrustedError(_ error: SQLiteError) -> SQLiteError {
+        if let refusal = lastRefusal {
+            lastRefusal = nil
+            return Database.untrustedRefusal(refusal, sql: error.sql)
+        }
         guard untrustedTimeLimitExceeded, error.code.primary == .interrupt, let policy = untrustedPolicy else {
             return error
         }

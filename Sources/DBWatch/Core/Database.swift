@@ -38,10 +38,14 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
 
     // Authorizer state (see Database+Authorizer.swift).
-    /// The footprint being collected by the authorizer during our own prepare.
+    /// The footprint being collected by the authorizer during our own
+    /// prepare, or during one that SQLite runs by itself inside a step.
     var footprintUnderConstruction: StatementFootprint?
-    /// The authorizer ran outside our prepare: SQLite re-prepared a statement
-    /// after a schema change, so cached result columns may be stale.
+    /// The authorizer ran outside our prepare, inside a step: SQLite
+    /// re-prepared the stepped statement after a schema change (or a virtual
+    /// table module prepared a statement of its own). What it reported is
+    /// in `footprintUnderConstruction`; `statementWasReprepared` sorts it out
+    /// after the step.
     var authorizerRanOutsidePrepare = false
     /// The table, view or virtual table whose drop the authorizer allowed on
     /// its previous call: SQLite asks `SQLITE_DELETE` on it next, for the
@@ -251,8 +255,7 @@ public final class Database {
             // to use function"), other refusals as SQLITE_AUTH.
             if untrustedPolicy != nil, let refusal = lastRefusal {
                 lastRefusal = nil
-                throw SQLiteError(
-                    code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: text)
+                throw Database.untrustedRefusal(refusal, sql: text)
             }
             throw SQLiteError(connection: handle, code: code, sql: text)
         }
@@ -334,10 +337,11 @@ public final class Database {
     /// tracker informed and throws on failure.
     @inline(__always)
     func finish(_ statement: Statement, code: Int32) throws {
-        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         let handle = self.handle
-        // Read the error before reset, which may overwrite it.
+        // Read the error first: a reset, or the SQL that a re-prepare's
+        // region needs, may overwrite it.
         var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
+        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         if untrustedPolicy != nil, let failure = error { error = untrustedError(failure) }
         sqlite3_reset(statement.handle)
         if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
@@ -353,10 +357,26 @@ public final class Database {
         }
     }
 
-    private func statementWasReprepared(_ statement: Statement) {
+    /// The authorizer ran during the step of `statement`. When SQLite
+    /// re-prepared `statement` (after a schema change), what the authorizer
+    /// reported meanwhile becomes its footprint, and the region being
+    /// recorded takes what the new program reads: the region recorded
+    /// before the step was the old program's. Otherwise (a virtual table's
+    /// own statement) the report is dropped. Other cached statements need
+    /// nothing: SQLite re-prepares each one at its own next step.
+    ///
+    /// Runs only after the authorizer ran outside a prepare of ours, so
+    /// a step costs one flag test as before.
+    func statementWasReprepared(_ statement: Statement) {
         authorizerRanOutsidePrepare = false
-        statement.refreshColumns()
-        clearStatementCache()
+        guard var footprint = footprintUnderConstruction.take(), statement.wasReprepared else { return }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
+        statement.didReprepare(footprint: footprint)
+        if regionRecorder != nil {
+            let region = statement.executionRegion()
+            regionRecorder!.formUnion(region)
+        }
     }
 
     /// Steps `statement` until it is done, ignoring rows.

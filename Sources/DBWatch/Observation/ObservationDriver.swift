@@ -225,16 +225,16 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     var fetchesAlone: Bool { state.withLock { $0.slowFetchStreak >= 2 } }
 
-    func fetchFailed(_ error: any Error) -> Bool {
-        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: .max)
+    func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool {
+        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: startSerial)
     }
 
     /// Delivers a fetch's result; returns whether to fetch again at once.
     private func fetchDidFinish(
         _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
     ) -> Bool {
-        let missedCommit =
-            startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
+        let failed = if case .failure = result { true } else { false }
+        let missedCommit = center.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         var timerOffset: Duration?
         var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
         let startAnother = state.withLock { state -> Bool in

@@ -26,5 +26,10 @@ public protocol Queryable: Hashable, Sendable {
 
     /// Fetches the value. Runs in a read-only transaction on one committed
     /// state; what it reads (tables, columns) is the region DBWatch watches.
+    ///
+    /// When it throws (a failed query, or an error of its own before any
+    /// SQL ran), the observation refetches after every commit until a fetch
+    /// succeeds. When it succeeds without reading any table (a constant),
+    /// no change of data refetches it: its value cannot change.
     func fetch(_ db: Database) throws -> Value
 }
