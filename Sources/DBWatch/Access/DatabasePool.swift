@@ -92,9 +92,12 @@ public final class DatabasePool: DatabaseWriter {
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
             _ in throw SQLiteError.databaseClosed
         }
+        let readerShutdown = readerJobs.shutdown
         for index in 0..<max(1, configuration.maximumReaderCount) {
             ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) { cancellation in
-                try Database(path: path, configuration: configuration, readOnly: true, cancellation: cancellation)
+                try Database(
+                    path: path, configuration: configuration, readOnly: true, cancellation: cancellation,
+                    shutdown: readerShutdown)
             }
         }
     }
@@ -141,21 +144,26 @@ public final class DatabasePool: DatabaseWriter {
         try await readerJobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes every connection after the jobs already queued, and waits.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes every connection after the jobs already running or queued,
+    /// and waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statements still running are interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// pool.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
+        let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
         readerJobs.close()
-        readerJobs.waitForWorkersUnlessCalledFromOne()
+        readerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         writerJobs.close()
-        writerJobs.waitForWorkersUnlessCalledFromOne()
+        writerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         // Last: the refetches of commits made before the close still
         // deliver their values.
         observationHost.center.close()

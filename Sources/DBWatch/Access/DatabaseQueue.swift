@@ -122,10 +122,14 @@ public final class DatabaseQueue: DatabaseWriter {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the connection after the jobs already queued, and waits for it.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes the connection after the jobs already running or queued, and
+    /// waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statement still running is interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// queue.close()
@@ -135,7 +139,7 @@ public final class DatabaseQueue: DatabaseWriter {
         // Queued jobs first: the refetches of commits made before the close
         // still deliver their values.
         jobs.close()
-        jobs.waitForWorkersUnlessCalledFromOne()
+        jobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: JobQueue.deadline(after: configuration.closeGracePeriod))
         observationHost.center.close()
     }
 
