@@ -93,11 +93,28 @@ public final class DatabasePool: DatabaseWriter {
             _ in throw SQLiteError.databaseClosed
         }
         let readerShutdown = readerJobs.shutdown
+        // Readers open when first needed: one that would open another file
+        // than the writer's (the path replaced since) fails instead.
+        let writerFilePath = writer.mainFilePath
+        let writerFile = writerFilePath.flatMap(ExternalChangeMonitor.FileIdentity.init(path:))
         for index in 0..<max(1, configuration.maximumReaderCount) {
             ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) { cancellation in
-                try Database(
-                    path: path, configuration: configuration, readOnly: true, cancellation: cancellation,
-                    shutdown: readerShutdown)
+                let reader: Database
+                do {
+                    reader = try Database(
+                        path: path, configuration: configuration, readOnly: true, cancellation: cancellation,
+                        shutdown: readerShutdown)
+                } catch let error as SQLiteError {
+                    // A deleted file cannot be opened read-only: say why.
+                    if let writerFilePath, let writerFile,
+                        ExternalChangeMonitor.FileIdentity(path: writerFilePath) != writerFile
+                    {
+                        throw DatabaseFileReplacedError(path: writerFilePath)
+                    }
+                    throw error
+                }
+                try reader.refuseFile(otherThan: writerFile)
+                return reader
             }
         }
     }
@@ -117,7 +134,15 @@ public final class DatabasePool: DatabaseWriter {
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await writerJobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.inTransaction(.immediate) {
+                        let value = try body(db)
+                        try db.refuseWritesToMovedFile()
+                        return value
+                    }
+                }
+            }
         }
     }
 
@@ -130,7 +155,13 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } }
+        try await writerJobs.perform { db in
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.refuseWritesToMovedFile()
+                    return try db.refusingLeftoverTransaction { try body(db) }
+                }
+            }
         }
     }
 

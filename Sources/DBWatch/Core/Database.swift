@@ -187,9 +187,28 @@ public final class Database {
             // that closing the last connection runs (the WAL file would stay).
             sqlite3_exec(handle, "SELECT 1", nil, nil, nil)
         }
+        if !isReadOnlyConnection && mainFileHasMoved { emptyWALOfMovedFile(handle) }
         sqlite3_close_v2(handle)
         self.handle = nil
         logger.debug("closed connection", metadata: ["path": "\(path)"])
+    }
+
+    /// SQLite does not checkpoint at close a file that moved (deleted,
+    /// renamed, or renamed over), and leaves its WAL file at the old name,
+    /// where the next connection to open a file at that path would read its
+    /// frames into that other database. Checkpointing first (into the file
+    /// this connection has open, wherever it went) and truncating the WAL
+    /// leaves nothing there to read. It does not wait for other connections'
+    /// locks: a close never blocks on them.
+    private func emptyWALOfMovedFile(_ handle: OpaquePointer) {
+        waitsForLocks = false
+        defer { waitsForLocks = true }
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if code != SQLITE_OK {
+            logger.debug(
+                "checkpoint of a moved file failed",
+                metadata: ["error": "\(SQLiteError(connection: handle, code: code))"])
+        }
     }
 
     func openHandle() throws -> OpaquePointer {
