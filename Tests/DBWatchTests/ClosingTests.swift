@@ -263,6 +263,30 @@ struct ClosingTests {
         }
     }
 
+    /// A task on `writerExecutor` runs its write inline on the writer's
+    /// thread: the close interrupts it there too.
+    @Test("close() interrupts an endless write of a task on writerExecutor", arguments: Kind.allCases)
+    func closeInterruptsAnInlineWrite(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            let started = Gate()
+            let writing = Task(executorPreference: database.writerExecutor) {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES (2)")
+                    started.open()
+                    return try db.fetchOne(Int.self, sql: Self.endlessSQL)
+                }
+            }
+            try await withTimeout { await started.wait() }
+            try await Self.close(database)
+            let result = try await withTimeout { await writing.result }
+            #expect(Self.isClosedError(result.error), "\(result)")
+            if kind != .memoryQueue {
+                #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1])
+            }
+        }
+    }
+
     /// A write whose closure runs Swift code (not a statement) when the
     /// grace period ends: its next statement fails with the closed error,
     /// and the transaction rolls back.
