@@ -13,7 +13,10 @@ extension CallerThreadWriteTests {
                 // close() waits on the queue's condition for the worker to exit;
                 // the worker waits on the same condition for the claim to end. The
                 // end of the claim must wake the worker, not only the closer.
-                let database = try await makeDatabase(kind, in: directory)
+                // (Within the grace period, long here: the write waits for the test.)
+                var configuration = Configuration()
+                configuration.closeGracePeriod = .seconds(60)
+                let database = try await makeDatabase(kind, in: directory, configuration: configuration)
                 let jobs = writerJobs(of: database)
                 let before = jobs.claimedAccessCount
                 let claimed = Gate()

@@ -9,12 +9,14 @@ struct CallerThreadWriteTests {
     static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
     /// `memory`: an in-memory queue; `file`: a queue on a file; `pool`: a pool.
-    func makeDatabase(_ kind: String, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+    func makeDatabase(
+        _ kind: String, in directory: TemporaryDirectory, configuration: Configuration = Configuration()
+    ) async throws -> any DatabaseWriter {
         let database: any DatabaseWriter
         switch kind {
-        case "memory": database = try DatabaseQueue()
-        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"))
-        default: database = try DatabasePool(path: directory.file("pool.sqlite"))
+        case "memory": database = try DatabaseQueue(configuration: configuration)
+        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"), configuration: configuration)
+        default: database = try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
         }
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
         if kind != "file" { try await waitUntilIdle(database) }

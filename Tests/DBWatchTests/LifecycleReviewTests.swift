@@ -32,10 +32,13 @@ struct LifecycleReviewTests {
         }
     }
 
-    static func withPool(readers: Int = 2, _ body: (DatabasePool) async throws -> Void) async throws {
+    static func withPool(
+        readers: Int = 2, closeGracePeriod: Duration = .seconds(1), _ body: (DatabasePool) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { directory in
             var configuration = Configuration()
             configuration.maximumReaderCount = readers
+            configuration.closeGracePeriod = closeGracePeriod
             let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
             defer { pool.close() }
             try await pool.write { db in try db.execute(sql: playerSchema) }
@@ -371,8 +374,9 @@ struct LifecycleReviewTests {
         }
     }
 
+    /// (Within the grace period, long here: the fetch waits for the test.)
     @Test func closingAPoolWhileAFetchIsInFlightEndsTheObservation() async throws {
-        try await Self.withPool(readers: 1) { pool in
+        try await Self.withPool(readers: 1, closeGracePeriod: .seconds(60)) { pool in
             let started = Gate()
             let release = Gate()
             let (recorder, task) = record(pool.observe(GatedSearch(prefix: "", started: started, release: release)))

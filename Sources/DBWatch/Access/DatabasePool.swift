@@ -92,9 +92,29 @@ public final class DatabasePool: DatabaseWriter {
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
             _ in throw SQLiteError.databaseClosed
         }
+        let readerShutdown = readerJobs.shutdown
+        // Readers open when first needed: one that would open another file
+        // than the writer's (the path replaced since) fails instead.
+        let writerFilePath = writer.mainFilePath
+        let writerFile = writerFilePath.flatMap(ExternalChangeMonitor.FileIdentity.init(path:))
         for index in 0..<max(1, configuration.maximumReaderCount) {
             ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) { cancellation in
-                try Database(path: path, configuration: configuration, readOnly: true, cancellation: cancellation)
+                let reader: Database
+                do {
+                    reader = try Database(
+                        path: path, configuration: configuration, readOnly: true, cancellation: cancellation,
+                        shutdown: readerShutdown)
+                } catch let error as SQLiteError {
+                    // A deleted file cannot be opened read-only: say why.
+                    if let writerFilePath, let writerFile,
+                        ExternalChangeMonitor.FileIdentity(path: writerFilePath) != writerFile
+                    {
+                        throw DatabaseFileReplacedError(path: writerFilePath)
+                    }
+                    throw error
+                }
+                try reader.refuseFile(otherThan: writerFile)
+                return reader
             }
         }
     }
@@ -114,7 +134,15 @@ public final class DatabasePool: DatabaseWriter {
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await writerJobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.inTransaction(.immediate) {
+                        let value = try body(db)
+                        try db.refuseWritesToMovedFile()
+                        return value
+                    }
+                }
+            }
         }
     }
 
@@ -127,7 +155,13 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } }
+        try await writerJobs.perform { db in
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.refuseWritesToMovedFile()
+                    return try db.refusingLeftoverTransaction { try body(db) }
+                }
+            }
         }
     }
 
@@ -141,21 +175,26 @@ public final class DatabasePool: DatabaseWriter {
         try await readerJobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes every connection after the jobs already queued, and waits.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes every connection after the jobs already running or queued,
+    /// and waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statements still running are interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// pool.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
+        let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
         readerJobs.close()
-        readerJobs.waitForWorkersUnlessCalledFromOne()
+        readerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         writerJobs.close()
-        writerJobs.waitForWorkersUnlessCalledFromOne()
+        writerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         // Last: the refetches of commits made before the close still
         // deliver their values.
         observationHost.center.close()

@@ -95,7 +95,15 @@ public final class DatabaseQueue: DatabaseWriter {
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await jobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.inTransaction(.immediate) {
+                        let value = try body(db)
+                        try db.refuseWritesToMovedFile()
+                        return value
+                    }
+                }
+            }
         }
     }
 
@@ -109,7 +117,14 @@ public final class DatabaseQueue: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await jobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } } }
+        try await jobs.perform { db in
+            try db.runWriteJob {
+                try db.reportingMovedFile {
+                    try db.refuseWritesToMovedFile()
+                    return try db.refusingLeftoverTransaction { try body(db) }
+                }
+            }
+        }
     }
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
@@ -122,10 +137,14 @@ public final class DatabaseQueue: DatabaseWriter {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the connection after the jobs already queued, and waits for it.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes the connection after the jobs already running or queued, and
+    /// waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statement still running is interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// queue.close()
@@ -135,7 +154,7 @@ public final class DatabaseQueue: DatabaseWriter {
         // Queued jobs first: the refetches of commits made before the close
         // still deliver their values.
         jobs.close()
-        jobs.waitForWorkersUnlessCalledFromOne()
+        jobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: JobQueue.deadline(after: configuration.closeGracePeriod))
         observationHost.center.close()
     }
 

@@ -49,7 +49,9 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// Runs `body` in a read-only transaction on a consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
-    /// Closes every connection; later use throws ``ResultCode/misuse``.
+    /// Closes every connection, letting the work running or queued finish
+    /// for at most ``Configuration/closeGracePeriod``, then interrupting it;
+    /// later use throws ``ResultCode/misuse`` ("database is closed").
     func close()
 
     /// Observes `request`: its current value at once, then a new value after

@@ -69,6 +69,10 @@ public final class Database {
 
     /// The cancellation flag of the job running on this connection.
     var cancellation: CancellationFlag?
+    /// Set when the connection's queue shuts down at the end of a close's
+    /// grace period: statements then fail with "database is closed" (see
+    /// ``JobQueue/waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``).
+    var shutdown: CancellationFlag?
 
     /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
     var savepointDepth = 0
@@ -103,9 +107,12 @@ public final class Database {
     ///     (pool readers).
     ///   - cancellation: the cancellation of the access the connection is
     ///     opened for: setting it ends the open's wait for a lock.
-    init(path: String, configuration: Configuration, readOnly: Bool = false, cancellation: CancellationFlag? = nil)
-        throws
-    {
+    ///   - shutdown: the shutdown flag of the queue that opens it: setting it
+    ///     ends the open's wait for a lock too, with "database is closed".
+    init(
+        path: String, configuration: Configuration, readOnly: Bool = false, cancellation: CancellationFlag? = nil,
+        shutdown: CancellationFlag? = nil
+    ) throws {
         self.path = path
         self.configuration = configuration
         let readOnly = readOnly || configuration.readOnly
@@ -137,6 +144,7 @@ public final class Database {
         installLockWaitHandler()
         installAuthorizer()
         self.cancellation = cancellation
+        self.shutdown = shutdown
         defer { self.cancellation = nil }
         do {
             // Reads the header now, so that a file that is not a database
@@ -152,6 +160,7 @@ public final class Database {
             // A wait for a lock that cancellation ended is a cancellation.
             let isCancelled = ResultCode.busy ~= error && waitIsCancelled
             close()
+            if error.isDatabaseClosed { throw error }
             if isCancelled { throw CancellationError() }
             error.message = "\(error.message ?? "cannot open") (\(path))"
             throw error
@@ -178,9 +187,34 @@ public final class Database {
         // Uninstalling also drops the collector's reference to the last
         // statement: an unfinalized statement would keep the connection open.
         changeCollector?.uninstall(from: handle)
+        if let shutdown, shutdown.isSet {
+            // An interrupt that found no statement running stays pending
+            // until the next statement starts, and would stop the checkpoint
+            // that closing the last connection runs (the WAL file would stay).
+            sqlite3_exec(handle, "SELECT 1", nil, nil, nil)
+        }
+        if !isReadOnlyConnection && mainFileHasMoved { emptyWALOfMovedFile(handle) }
         sqlite3_close_v2(handle)
         self.handle = nil
         logger.debug("closed connection", metadata: ["path": "\(path)"])
+    }
+
+    /// SQLite does not checkpoint at close a file that moved (deleted,
+    /// renamed, or renamed over), and leaves its WAL file at the old name,
+    /// where the next connection to open a file at that path would read its
+    /// frames into that other database. Checkpointing first (into the file
+    /// this connection has open, wherever it went) and truncating the WAL
+    /// leaves nothing there to read. It does not wait for other connections'
+    /// locks: a close never blocks on them.
+    private func emptyWALOfMovedFile(_ handle: OpaquePointer) {
+        waitsForLocks = false
+        defer { waitsForLocks = true }
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if code != SQLITE_OK {
+            logger.debug(
+                "checkpoint of a moved file failed",
+                metadata: ["error": "\(SQLiteError(connection: handle, code: code))"])
+        }
     }
 
     func openHandle() throws -> OpaquePointer {
@@ -250,6 +284,8 @@ public final class Database {
         resolveUnqualifiedReads(in: &footprint)
         if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
         guard code == SQLITE_OK else {
+            // SQLite's parser stops at an interrupt too.
+            if code & 0xFF == SQLITE_INTERRUPT, let shutdown, shutdown.isSet { throw SQLiteError.databaseClosed }
             let text = sql ?? String(cString: cSQL)
             // A refused function comes back as SQLITE_ERROR ("not authorized
             // to use function"), other refusals as SQLITE_AUTH.
@@ -318,6 +354,10 @@ public final class Database {
             abandon(statement)
             throw SQLiteError(code: .interrupt, message: "interrupted: the task was cancelled", sql: statement.sql)
         }
+        if let shutdown, shutdown.isSet {
+            abandon(statement)
+            throw SQLiteError.databaseClosed
+        }
         if ownsTransaction && statement.footprint.beginsOrEndsTransaction
             && sqlite3_stmt_isexplain(statement.handle) == 0
         {
@@ -342,7 +382,13 @@ public final class Database {
         // region needs, may overwrite it.
         var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
         if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
-        if untrustedPolicy != nil, let failure = error { error = untrustedError(failure) }
+        if let failure = error {
+            if untrustedPolicy != nil { error = untrustedError(failure) }
+            // The shutdown of a close interrupted the statement or ended its wait for a lock.
+            if let shutdown, shutdown.isSet, ResultCode.interrupt ~= failure || ResultCode.busy ~= failure {
+                error = SQLiteError.databaseClosed
+            }
+        }
         sqlite3_reset(statement.handle)
         if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
         if statement.footprint.changesSchema { clearStatementCache() }

@@ -91,4 +91,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     }
 
     static let databaseClosed = SQLiteError(code: .misuse, message: "database is closed")
+
+    /// Whether this is the error of a closed database (``ResultCode/misuse``,
+    /// "database is closed"): an access after `close()`, or work that the
+    /// close stopped.
+    var isDatabaseClosed: Bool { code == .misuse && message == SQLiteError.databaseClosed.message }
 }

@@ -63,6 +63,11 @@ public struct ExternalChangeDetection: Sendable {
 /// The database file was replaced (renamed over, or deleted and recreated)
 /// while open: the connections still read the old file. Reopen the database.
 ///
+/// Observations deliver it when external change detection is on. Writes
+/// throw it whenever the file is no longer at its path (deleted, renamed,
+/// or renamed over), detection on or not: they would otherwise commit into
+/// a file that no path names.
+///
 /// ```swift
 /// for await result in pool.observe(TopPlayers()).results {
 ///     if case .failure(let error as DatabaseFileReplacedError) = result { reopen(error.path) }
