@@ -275,7 +275,7 @@ private func decodeJSON<T: Decodable>(_ type: T.Type, from value: DatabaseValue,
     let json: Data
     switch value {
     case .text(let text): json = Data(text.utf8)
-    case .blob(let data): json = data
+    case .blob(let data), .invalidUTF8Text(let data): json = data
     default: throw DecodingError.conversion(value, to: T.self, column: column)
     }
     do {
