@@ -56,6 +56,35 @@ struct TextBytesTests {
         }
     }
 
+    /// In a UTF-16 database SQLite converts text to UTF-8 for reading and
+    /// back for writing: valid text read and written back is stored
+    /// unchanged. An unpaired surrogate reads as the bytes SQLite makes of
+    /// it (not repaired by DBWatch), but SQLite's conversion back to UTF-16
+    /// stores U+FFFD for it: a documented limit.
+    @Test func aUTF16DatabaseKeepsValidText() async throws {
+        try await withTemporaryDirectory { directory in
+            let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+            defer { queue.close() }
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA encoding = 'UTF-16le'")
+                try db.execute(sql: "CREATE TABLE source (v); CREATE TABLE copy (v)")
+                #expect(try db.fetchOne(String.self, sql: "PRAGMA encoding") == "UTF-16le")
+                for hex in ["6100e900", "65000103", "3dd800de", "61000000620000"] {
+                    try db.execute(sql: "INSERT INTO source VALUES (CAST(x'\(hex)' AS TEXT))")
+                }
+                for row in try db.fetchAll(sql: "SELECT v FROM source ORDER BY rowid") {
+                    try db.execute(sql: "INSERT INTO copy VALUES (?)", arguments: [row[0]])
+                }
+                let source = try db.fetchAll(String.self, sql: "SELECT hex(v) FROM source ORDER BY rowid")
+                #expect(try db.fetchAll(String.self, sql: "SELECT hex(v) FROM copy ORDER BY rowid") == source)
+                let lone = try db.fetchOne(sql: "SELECT CAST(x'00d8' AS TEXT)")?[0]
+                #expect(lone == .invalidUTF8Text(Data([0xed, 0xa0, 0x80])))
+                try db.execute(sql: "DELETE FROM copy; INSERT INTO copy VALUES (?)", arguments: [lone])
+                #expect(try db.fetchOne(String.self, sql: "SELECT hex(v) FROM copy") == "FDFF")
+            }
+        }
+    }
+
     @Test func invalidTextIsKeptAsItsBytes() async throws {
         let queue = try DatabaseQueue()
         try await queue.read { db in
