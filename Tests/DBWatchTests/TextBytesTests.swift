@@ -107,6 +107,20 @@ struct TextBytesTests {
             }
             #expect(throws: DecodingError.self) { try db.fetchOne(Date.self, sql: "SELECT CAST(x'fe' AS TEXT)") }
             #expect(throws: DecodingError.self) { try db.fetchOne(Int.self, sql: "SELECT CAST(x'fe' AS TEXT)") }
+            // A record reading in place gets the same String and bytes.
+            struct Record: FetchableRecord {
+                var text: String
+                var named: String
+                var bytes: Data
+                init(row: RowView) throws {
+                    text = try row.decode(String.self, at: 0)
+                    named = try row.decode(String.self, at: "v")
+                    bytes = try row.decode(Data.self, at: 0)
+                }
+            }
+            let record = try #require(try db.fetchOne(Record.self, sql: "SELECT CAST(x'61fe' AS TEXT) AS v"))
+            #expect(record.text == "a\u{FFFD}" && record.named == "a\u{FFFD}" && record.bytes == Data([0x61, 0xfe]))
+            #expect(throws: DecodingError.self) { try db.fetchOne(Record.self, sql: "SELECT 1 AS v") }
             #expect(row[0].description == "CAST(x'61fe' AS TEXT)")
         }
         #expect(DatabaseValue(textBytes: Data("a".utf8)) == .text("a"))

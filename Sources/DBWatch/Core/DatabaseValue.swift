@@ -99,18 +99,26 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
     /// DatabaseValue.invalidUTF8Text(Data([0xfe])) == .invalidUTF8Text(Data([0xff]))   // false
     /// ```
     public static func == (lhs: DatabaseValue, rhs: DatabaseValue) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): return true
-        case (.integer(let left), .integer(let right)): return left == right
-        case (.real(let left), .real(let right)): return left == right
-        case (.text(let left), .text(let right)): return sameBytes(left.utf8, right.utf8)
-        case (.invalidUTF8Text(let left), .invalidUTF8Text(let right)): return left == right
-        case (.text(let text), .invalidUTF8Text(let bytes)), (.invalidUTF8Text(let bytes), .text(let text)):
-            // Only a value built by hand holds valid bytes here.
-            return sameBytes(text.utf8, bytes)
-        case (.blob(let left), .blob(let right)): return left == right
-        default: return false
+        // One switch, then `if case`: a switch over the tuple (lhs, rhs)
+        // copied both values, retains and releases included.
+        switch lhs {
+        case .null:
+            if case .null = rhs { return true }
+        case .integer(let left):
+            if case .integer(let right) = rhs { return left == right }
+        case .real(let left):
+            if case .real(let right) = rhs { return left == right }
+        case .text(let left):
+            if case .text(let right) = rhs { return sameText(left, right) }
+            // Only a value built by hand holds valid bytes in .invalidUTF8Text.
+            if case .invalidUTF8Text(let right) = rhs { return sameBytes(left.utf8, right) }
+        case .invalidUTF8Text(let left):
+            if case .invalidUTF8Text(let right) = rhs { return left == right }
+            if case .text(let right) = rhs { return sameBytes(right.utf8, left) }
+        case .blob(let left):
+            if case .blob(let right) = rhs { return left == right }
         }
+        return false
     }
 
     /// Hashes what ``==`` compares: a text by its UTF-8 bytes.
@@ -140,9 +148,29 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Whether two byte sequences are equal: one `memcmp` when both are
-    /// contiguous (native strings and `Data` are).
+    /// Whether two strings hold the same UTF-8 bytes. Two strings with the
+    /// same 16-byte representation do (a small string holds its bytes
+    /// inline; a large one shares its buffer): that check is as fast as
+    /// `String`'s `==`, which compares small strings the same way.
     @inline(__always)
+    private static func sameText(_ left: String, _ right: String) -> Bool {
+        let identical =
+            MemoryLayout<String>.size == 16
+            && withUnsafeBytes(of: left) { left in
+                withUnsafeBytes(of: right) { right in
+                    left.load(as: UInt64.self) == right.load(as: UInt64.self)
+                        && left.load(fromByteOffset: 8, as: UInt64.self)
+                            == right.load(fromByteOffset: 8, as: UInt64.self)
+                }
+            }
+        return identical || sameBytes(left.utf8, right.utf8)
+    }
+
+    /// Whether two byte sequences are equal: one `memcmp` when both are
+    /// contiguous (native strings and `Data` are). Never inlined, so that
+    /// ``==`` stays small enough to be inlined where arrays of values are
+    /// compared (`[Row] == [Row]`, each refetch of an observation).
+    @inline(never)
     private static func sameBytes(_ left: some Collection<UInt8>, _ right: some Collection<UInt8>) -> Bool {
         guard left.count == right.count else { return false }
         let same = left.withContiguousStorageIfAvailable { left in
@@ -259,8 +287,15 @@ extension DatabaseValue {
         if let string = String._tryFromUTF8(bytes) {
             self = .text(string)
         } else {
-            self = .invalidUTF8Text(Data(buffer: bytes))
+            self = DatabaseValue.invalidUTF8Text(copying: bytes)
         }
+    }
+
+    /// The rare case, out of line: the readers that inline
+    /// ``init(textBytes:)`` stay as small as before.
+    @inline(never)
+    private static func invalidUTF8Text(copying bytes: UnsafeBufferPointer<UInt8>) -> DatabaseValue {
+        .invalidUTF8Text(Data(buffer: bytes))
     }
 }
 

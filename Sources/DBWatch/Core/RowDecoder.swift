@@ -304,6 +304,9 @@ extension DecodingError {
     }
 }
 
+/// The error path, out of line: inlined, the value it reads made every
+/// property's decode method larger.
+@inline(never)
 private func mismatch<T>(_ type: T.Type, _ reader: ColumnReader, _ index: Int, _ key: any CodingKey) -> DecodingError {
     DecodingError.conversion(reader.value(at: index), to: T.self, column: key)
 }
