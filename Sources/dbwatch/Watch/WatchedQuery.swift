@@ -47,7 +47,7 @@ struct WatchedQuery: Queryable {
                 info
                 .compactMap { row -> (position: Int64, name: String)? in
                     guard case .integer(let position) = row["pk"] ?? .null, position > 0,
-                        case .text(let name) = row["name"] ?? .null
+                        let name = String.fromDatabaseValue(row["name"] ?? .null)
                     else { return nil }
                     return (position, name.lowercased())
                 }
