@@ -37,7 +37,10 @@ extension Database {
             remaining = tail
             guard let statement else { continue }
             // The checks of `cachedStatement`, for scripts under a policy.
-            if untrustedPolicy != nil { try checkUntrusted(statement) }
+            if untrustedPolicy != nil {
+                try checkUntrusted(statement)
+                untrustedStatementWillStart()
+            }
             ranAny = true
             if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)

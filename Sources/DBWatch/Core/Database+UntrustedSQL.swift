@@ -17,22 +17,72 @@ extension Database {
     {
         let handle = try openHandle()
         guard untrustedPolicy == nil else { return try body() }
+        if untrustedFunctions == nil { untrustedFunctions = try UntrustedSQLFunctions.install(on: handle, for: self) }
         untrustedPolicy = policy
+        untrustedDeadline = nil
+        untrustedResultSize = 0
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_progress_handler(handle, 1000, untrustedProgressHandler, context)
+        sqlite3_progress_handler(handle, UntrustedSQLPolicy.stepsBetweenChecks, untrustedProgressHandler, context)
         // A negative value only reads the limit.
         let lengthLimit = sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, -1)
         if let maximum = policy.maximumValueLength {
             // Never above the connection's own limit, and at least 1 byte.
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32(clamping: min(max(maximum, 1), Int(lengthLimit))))
         }
+        let patternLimit = sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, -1)
+        sqlite3_limit(
+            handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, min(patternLimit, UntrustedSQLPolicy.maximumPatternLength))
         defer {
             untrustedPolicy = nil
             untrustedDeadline = nil
             sqlite3_progress_handler(handle, 0, nil, nil)
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, lengthLimit)
+            sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, patternLimit)
         }
         return try body()
+    }
+
+    /// A statement starts under the policy: its time and result size count from now.
+    func untrustedStatementWillStart() {
+        untrustedDeadline = untrustedPolicy.map { ContinuousClock.now + $0.timeLimit }
+        untrustedResultSize = 0
+    }
+
+    /// Throws the time limit's error before a step once the deadline passed:
+    /// a statement of few steps (one costly value per row) may never reach
+    /// the progress handler, and the time spent reading rows counts too.
+    func checkUntrustedDeadline(_ statement: Statement) throws {
+        guard let policy = untrustedPolicy, let deadline = untrustedDeadline, ContinuousClock.now >= deadline else {
+            return
+        }
+        abandon(statement)
+        throw SQLiteError(
+            code: .interrupt, message: "the query ran longer than the time limit (\(policy.timeLimit)) and was stopped",
+            sql: statement.sql)
+    }
+
+    /// Adds the size of the row `statement` holds to the result's; throws
+    /// ``ResultCode/tooBig`` beyond the policy's maximum result size.
+    func countUntrustedRow(_ statement: Statement) throws {
+        guard let maximum = untrustedPolicy?.maximumResultSize else { return }
+        let handle = statement.handle
+        var size = untrustedResultSize
+        for column in 0..<sqlite3_column_count(handle) {
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_TEXT, SQLITE_BLOB: size += Int(sqlite3_column_bytes(handle, column))
+            case SQLITE_NULL: break
+            default: size += 8
+            }
+        }
+        untrustedResultSize = size
+        if size > maximum {
+            abandon(statement)
+            throw SQLiteError(
+                code: .tooBig,
+                message:
+                    "the result is larger than the limit of \(maximum) bytes (maximum result size) and was stopped",
+                sql: statement.sql)
+        }
     }
 
     /// Checks a statement prepared under the policy.
@@ -66,7 +116,7 @@ extension Database {
         return String(rest.prefix { $0.isLetter }).lowercased()
     }
 
-    /// Called every 1000 virtual machine steps while under a policy.
+    /// Called every ``UntrustedSQLPolicy/stepsBetweenChecks`` virtual machine steps while under a policy.
     fileprivate func untrustedProgress() -> Int32 {
         guard let policy = untrustedPolicy else { return 0 }
         let now = ContinuousClock.now
