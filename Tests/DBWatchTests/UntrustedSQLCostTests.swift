@@ -210,4 +210,36 @@ struct UntrustedSQLCostTests {
             #expect(unlimited == nil)
         }
     }
+
+    /// An observed fetch runs DBWatch's own queries (of the schema, for
+    /// its region) while the user's statement runs: neither their rows nor
+    /// their start count in the user statement's result size and time.
+    @Test(arguments: Kind.allCases)
+    func ownQueriesDoNotCountInTheResultSize(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await open(kind, in: directory)
+            defer { database.close() }
+            try await database.write { db in try db.execute(sql: "CREATE VIEW v AS SELECT x FROM t WHERE x = 1") }
+            let request = PolicyRequest(sql: "SELECT x FROM v", maximumResultSize: 8)
+            let observation = database.observe(request)
+            let first = try await withTimeout {
+                for try await value in observation { return value }
+                return -1
+            }
+            #expect(first == 1)
+        }
+    }
+}
+
+/// One integer fetched under a policy with a maximum result size.
+private struct PolicyRequest: Queryable {
+    static let defaultValue = 0
+    let sql: String
+    let maximumResultSize: Int
+
+    func fetch(_ db: Database) throws -> Int {
+        try db.withUntrustedSQL(UntrustedSQLPolicy(maximumResultSize: maximumResultSize)) {
+            try db.fetchOne(Int.self, sql: sql) ?? 0
+        }
+    }
 }

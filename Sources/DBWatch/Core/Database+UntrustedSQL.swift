@@ -20,7 +20,6 @@ extension Database {
         if untrustedFunctions == nil { untrustedFunctions = try UntrustedSQLFunctions.install(on: handle, for: self) }
         untrustedPolicy = policy
         untrustedDeadline = nil
-        untrustedResultSize = 0
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_progress_handler(handle, UntrustedSQLPolicy.stepsBetweenChecks, untrustedProgressHandler, context)
         // A negative value only reads the limit.
@@ -42,19 +41,24 @@ extension Database {
         return try body()
     }
 
-    /// A statement starts under the policy: its time and result size count from now.
-    func untrustedStatementWillStart() {
-        untrustedDeadline = untrustedPolicy.map { ContinuousClock.now + $0.timeLimit }
-        untrustedResultSize = 0
-    }
-
-    /// Throws the time limit's error before a step once the deadline passed:
-    /// a statement of few steps (one costly value per row) may never reach
-    /// the progress handler, and the time spent reading rows counts too.
-    func checkUntrustedDeadline(_ statement: Statement) throws {
-        guard let policy = untrustedPolicy, let deadline = untrustedDeadline, ContinuousClock.now >= deadline else {
-            return
+    /// Before each step under the policy: a run of `statement` starts its
+    /// time and result size at its first step; once its deadline passed,
+    /// throws the time limit's error. Checked here as well as in the
+    /// progress handler: a statement of few steps (one costly value per
+    /// row) may never reach the handler, and the time spent reading rows
+    /// between steps counts too.
+    func untrustedStatementWillStep(_ statement: Statement) throws {
+        guard let policy = untrustedPolicy else { return }
+        let now = ContinuousClock.now
+        if sqlite3_stmt_busy(statement.handle) == 0 || statement.untrustedDeadline == nil {
+            statement.untrustedDeadline = now + policy.timeLimit
+            statement.untrustedResultSize = 0
         }
+        let deadline = statement.untrustedDeadline!
+        // The progress handler checks the statement that steps (another
+        // one may have run in between, such as a query of the schema).
+        untrustedDeadline = deadline
+        guard now >= deadline else { return }
         abandon(statement)
         throw SQLiteError(
             code: .interrupt, message: "the query ran longer than the time limit (\(policy.timeLimit)) and was stopped",
@@ -66,7 +70,7 @@ extension Database {
     func countUntrustedRow(_ statement: Statement) throws {
         guard let maximum = untrustedPolicy?.maximumResultSize else { return }
         let handle = statement.handle
-        var size = untrustedResultSize
+        var size = statement.untrustedResultSize
         for column in 0..<sqlite3_column_count(handle) {
             switch sqlite3_column_type(handle, column) {
             case SQLITE_TEXT, SQLITE_BLOB: size += Int(sqlite3_column_bytes(handle, column))
@@ -74,7 +78,7 @@ extension Database {
             default: size += 8
             }
         }
-        untrustedResultSize = size
+        statement.untrustedResultSize = size
         if size > maximum {
             abandon(statement)
             throw SQLiteError(

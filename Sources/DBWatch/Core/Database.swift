@@ -50,8 +50,6 @@ public final class Database {
     /// When the statement running under the policy must stop.
     var untrustedDeadline: ContinuousClock.Instant?
     var untrustedTimeLimitExceeded = false
-    /// The size of the rows the statement running under the policy returned so far.
-    var untrustedResultSize = 0
     /// The guards of costly built-in functions, installed by the first policy.
     var untrustedFunctions: UntrustedSQLFunctions?
     /// Why the authorizer last refused an action, for the error message.
@@ -203,7 +201,7 @@ public final class Database {
     public func cachedStatement(sql: String) throws -> Statement {
         if untrustedPolicy != nil {
             if let statement = untrustedStatementCache[sql], statement.isAvailable {
-                untrustedStatementWillStart()
+                untrustedDeadline = nil
                 return statement
             }
         } else if let statement = statementCache[sql], statement.isAvailable {
@@ -223,7 +221,7 @@ public final class Database {
         if untrustedPolicy != nil {
             try checkUntrusted(statement)
             if untrustedStatementCache[sql] == nil { untrustedStatementCache[sql] = statement }
-            untrustedStatementWillStart()
+            untrustedDeadline = nil
         } else if statementCache[sql] == nil {
             statementCache[sql] = statement
         }
@@ -324,7 +322,7 @@ public final class Database {
             throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }
-        if untrustedPolicy != nil { try checkUntrustedDeadline(statement) }
+        if untrustedPolicy != nil { try untrustedStatementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {
             if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
