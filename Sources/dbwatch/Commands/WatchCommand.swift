@@ -16,8 +16,9 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             The database is opened read-only and never created. The SQL may only read: writes, schema \
             changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension() and \
-            fts3_tokenizer() are refused (exit 67), and a query that runs longer than --time-limit is \
-            stopped (exit 68).
+            fts3_tokenizer() are refused (exit 67), a query that runs longer than --time-limit is \
+            stopped (exit 68), and a value over 1 MB, a result over --max-result-size or a call of \
+            instr, replace, trim or printf too costly to be stopped in time fails (exit 65).
 
             Commits by other processes (an app, a cron job, the sqlite3 shell) are detected with \
             PRAGMA data_version, checked every --interval seconds and, for a database in WAL mode, at \
