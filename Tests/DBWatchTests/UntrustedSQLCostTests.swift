@@ -66,7 +66,8 @@ struct UntrustedSQLCostTests {
             ] {
                 let (error, duration) = try await run(sql, on: database)
                 #expect(error != nil, "\(sql)")
-                #expect(duration < .seconds(1), "\(sql): \(duration)")
+                // Refused before the call runs; it took from 10 s to hours. Loose for slow machines.
+                #expect(duration < .seconds(5), "\(sql): \(duration)")
             }
         }
     }
@@ -89,7 +90,8 @@ struct UntrustedSQLCostTests {
             ] {
                 let (error, duration) = try await run(sql, on: database)
                 #expect(error == nil, "\(sql): \(String(describing: error))")
-                #expect(duration < .seconds(2), "\(sql): \(duration)")
+                // About 0.25 s at most here; loose for slow machines (the thread sanitizer).
+                #expect(duration < .seconds(10), "\(sql): \(duration)")
             }
         }
     }
@@ -148,7 +150,7 @@ struct UntrustedSQLCostTests {
                 """, on: database, policy: UntrustedSQLPolicy(timeLimit: .milliseconds(300)))
             #expect(error?.code == .interrupt)
             #expect(duration >= .milliseconds(300))
-            #expect(duration < .seconds(3), "\(duration)")
+            #expect(duration < .seconds(10), "\(duration)")
         }
     }
 
@@ -178,7 +180,7 @@ struct UntrustedSQLCostTests {
             let cancelled = ContinuousClock.now
             read.cancel()
             let result = try await withTimeout { await read.result }
-            #expect(ContinuousClock.now - cancelled < .seconds(2))
+            #expect(ContinuousClock.now - cancelled < .seconds(10))
             #expect(throws: CancellationError.self) { try result.get() }
         }
     }
@@ -196,7 +198,8 @@ struct UntrustedSQLCostTests {
             let (error, duration) = try await run("SELECT x, zeroblob(99000000) FROM t", on: database, policy: policy)
             #expect(error?.code == .tooBig)
             #expect(error?.message?.contains("the result is larger than the limit of 100000000 bytes") == true)
-            #expect(duration < .seconds(3), "\(duration)")
+            // Two values of 99 MB made, not ten (it took 83 s and 4.5 GB in the CLI); loose for slow machines.
+            #expect(duration < .seconds(30), "\(duration)")
             // Under the default value limit, the first value is refused.
             let (valueError, _) = try await run("SELECT x, zeroblob(99000000) FROM t", on: database)
             #expect(valueError?.code == .tooBig)

@@ -35,8 +35,8 @@ final class UntrustedSQLFunctions {
 
     /// The private connection that runs the built-ins; closed in deinit.
     private let builtins: OpaquePointer
-    /// Its prepared statements, by SQL.
-    private var statements: [String: OpaquePointer] = [:]
+    /// Its prepared statements, by function (index << 16) and number of arguments.
+    private var statements: [Int: OpaquePointer] = [:]
     /// The connection the guards are registered on (unowned: it owns this).
     private unowned let database: Database
 
@@ -84,26 +84,24 @@ final class UntrustedSQLFunctions {
         _ index: Int, _ context: OpaquePointer?, _ count: Int32, _ values: UnsafeMutablePointer<OpaquePointer?>?
     ) {
         let function = Self.guarded[index]
-        let arguments = (0..<Int(count)).map { values![$0] }
+        let arguments = UnsafeBufferPointer(start: values, count: Int(count))
         if let policy = database.untrustedPolicy, let refusal = refusal(function, arguments, policy) {
             sqlite3_result_error(context, refusal, -1)
             sqlite3_result_error_code(context, SQLITE_TOOBIG)
             return
         }
-        let sql = "SELECT \(function.name)(" + (0..<Int(count)).map { "?\($0 + 1)" }.joined(separator: ",") + ")"
+        let key = index << 16 | Int(count)
         let statement: OpaquePointer
-        if let cached = statements[sql] {
+        if let cached = statements[key] {
             statement = cached
         } else {
+            let sql = "SELECT \(function.name)(" + (0..<Int(count)).map { "?\($0 + 1)" }.joined(separator: ",") + ")"
             var prepared: OpaquePointer?
-            guard
-                sqlite3_prepare_v2(builtins, sql, -1, &prepared, nil)
-                    == SQLITE_OK, let prepared
-            else {
+            guard sqlite3_prepare_v2(builtins, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else {
                 sqlite3_result_error(context, sqlite3_errmsg(builtins), -1)
                 return
             }
-            statements[sql] = prepared
+            statements[key] = prepared
             statement = prepared
         }
         defer {
@@ -127,7 +125,8 @@ final class UntrustedSQLFunctions {
 
     /// Why a call under `policy` is refused, or nil.
     private func refusal(
-        _ function: (name: String, arguments: Int32, compared: (Int32, Int32)?), _ arguments: [OpaquePointer?],
+        _ function: (name: String, arguments: Int32, compared: (Int32, Int32)?),
+        _ arguments: UnsafeBufferPointer<OpaquePointer?>,
         _ policy: UntrustedSQLPolicy
     ) -> String? {
         if let (first, second) = function.compared {
