@@ -56,6 +56,8 @@ public final class Database {
     /// When the statement running under the policy must stop.
     var untrustedDeadline: ContinuousClock.Instant?
     var untrustedTimeLimitExceeded = false
+    /// The guards of costly built-in functions, installed by the first policy.
+    var untrustedFunctions: UntrustedSQLFunctions?
     /// Why the authorizer last refused an action, for the error message.
     var lastRefusal: String?
     /// Statements prepared under the untrusted policy, cached apart.
@@ -364,9 +366,11 @@ public final class Database {
             throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }
+        if untrustedPolicy != nil { try untrustedStatementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {
             if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+            if untrustedPolicy != nil { try countUntrustedRow(statement) }
             return true
         }
         try finish(statement, code: code)

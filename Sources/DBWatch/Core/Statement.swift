@@ -49,6 +49,10 @@ public final class Statement {
     /// A cursor reads this statement's rows (see `ValueStepper`): the
     /// statement cache does not hand it out meanwhile.
     var isLeased = false
+    /// Under an untrusted-SQL policy: when this run of the statement must
+    /// stop, and the size of the rows it returned so far (set at its first step).
+    var untrustedDeadline: ContinuousClock.Instant?
+    var untrustedResultSize = 0
 
     /// Whether the statement cache may hand the statement out: no cursor
     /// holds it and it is not between rows.
