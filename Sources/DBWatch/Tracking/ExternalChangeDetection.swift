@@ -12,7 +12,9 @@
 /// as the database, is the truth: it changes exactly when another
 /// connection commits. inotify on the database folder wakes the check
 /// without polling; a slow poll covers what inotify misses (network file
-/// systems, overflowing event queues).
+/// systems, overflowing event queues). A WAL commit raises its event before
+/// it is published: while another connection still holds the WAL write
+/// lock, the check is repeated after 1, 2, 4 … 64 ms until it is released.
 public struct ExternalChangeDetection: Sendable {
     /// The fallback poll interval. Default 1 second; shorter than
     /// ``minimumPollInterval`` (or negative) counts as that minimum.
@@ -40,6 +42,25 @@ public struct ExternalChangeDetection: Sendable {
     /// ```
     public var usesFileNotifications: Bool
     let sleep: @Sendable (Duration) async throws -> Void
+
+    /// How a check follows a commit that another connection has written to
+    /// the WAL but not yet published in the `-shm` index.
+    @_spi(Benchmarks)
+    public enum InFlightCommits: Sendable {
+        /// One more check 3 ms after an event, as before issue 15: a writer
+        /// kept off a core longer than that leaves its commit to the poll.
+        case settleOnce
+        /// Checks again after 1, 2, 4 … 64 ms following every event,
+        /// whatever the lock table says (what runs when it cannot be read).
+        case backoff
+        /// Checks again after 1, 2, 4 … 64 ms (then every 64 ms, within the
+        /// poll interval) while a connection holds the WAL write lock.
+        case whileWriteLockHeld
+    }
+
+    /// How in-flight commits are followed; the benchmarks compare the policies.
+    @_spi(Benchmarks)
+    public var inFlightCommits: InFlightCommits = .whileWriteLockHeld
 
     /// Creates detection options.
     ///
