@@ -14,7 +14,8 @@
 /// without polling; a slow poll covers what inotify misses (network file
 /// systems, overflowing event queues). A WAL commit raises its event before
 /// it is published: while another connection still holds the WAL write
-/// lock, the check is repeated after 1, 2, 4 … 64 ms until it is released.
+/// lock, the watcher looks again after 1, 2, 4 … 64 ms, for at most the poll
+/// interval, and checks once it is released.
 public struct ExternalChangeDetection: Sendable {
     /// The fallback poll interval. Default 1 second; shorter than
     /// ``minimumPollInterval`` (or negative) counts as that minimum.
@@ -50,11 +51,12 @@ public struct ExternalChangeDetection: Sendable {
         /// One more check 3 ms after an event, as before issue 15: a writer
         /// kept off a core longer than that leaves its commit to the poll.
         case settleOnce
-        /// Checks again after 1, 2, 4 … 64 ms following every event,
+        /// Checks again 1, 2, 4 … 64 ms apart (7 times) after every event,
         /// whatever the lock table says (what runs when it cannot be read).
         case backoff
-        /// Checks again after 1, 2, 4 … 64 ms (then every 64 ms, within the
-        /// poll interval) while a connection holds the WAL write lock.
+        /// Reads the WAL write lock 1 ms after an event, then after 2, 4 …
+        /// 64 ms (then every 64 ms, within the poll interval) while a
+        /// connection holds it, and checks once none does.
         case whileWriteLockHeld
     }
 

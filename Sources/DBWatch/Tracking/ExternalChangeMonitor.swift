@@ -16,26 +16,29 @@ import Synchronization
 /// and deduplication hides the values that did not change.
 ///
 /// A WAL commit raises its inotify event when it writes its frames, before
-/// it publishes them in the `-shm` index, and a writer kept off a core (a
-/// busy machine) can stay in between for many milliseconds: a check then
-/// sees no new `data_version`, and no event follows the publication. So a
-/// check that finds another connection still holding the WAL write lock
-/// (``WALWriteLock``) checks again after 1, 2, 4 … 64 ms, then every 64 ms,
-/// until the lock is released, for at most the poll interval after the
-/// event. Nothing runs while no writer holds the lock, and a writer that
-/// holds it without writing (an open transaction) starts nothing.
+/// it publishes them in the `-shm` index, and the writer can stay in
+/// between for many milliseconds (its `fsync` of the WAL with `synchronous =
+/// FULL`, SQLite's default; a busy machine keeping it off a core): a check
+/// then sees no new `data_version`, and no event follows the publication.
+/// So each event also starts a run that reads the WAL write lock
+/// (``WALWriteLock``) 1 ms later, off the writer connection: once no
+/// connection holds it, one more check sees every commit written before;
+/// while one does, it looks again after 2, 4 … 64 ms, then every 64 ms, for
+/// at most the poll interval. Nothing runs between events, and a writer that holds the lock
+/// without writing (an open transaction) starts nothing.
 final class ExternalChangeMonitor: Sendable {
     private struct State {
         var checkQueued = false
-        /// A file event came since the last check started: the rechecks
-        /// start again from the shortest delay.
-        var eventSinceCheck = false
-        /// The rechecks run so far in this run (the next waits `1 << attempt`
-        /// ms, at most 64), and when the run started; `nil` when none runs.
-        var recheckAttempt = 0
-        var recheckStart: ContinuousClock.Instant?
-        /// Only the latest scheduled recheck runs; earlier ones are stale.
-        var recheckGeneration = 0
+        /// The run that follows the last file event: its number (an older
+        /// run stops), its next step, and when it started.
+        var followRun = 0
+        var followStep = 0
+        var followStart = ContinuousClock.now
+        /// When the run's next step is due; `nil` when none is.
+        var followDue: ContinuousClock.Instant?
+        /// Consecutive checks that a lock made fail (a rollback-journal
+        /// writer committing): each is retried after 1, 2, 4 … 64 ms.
+        var busyChecks = 0
         var dataVersion: Int64?
         var fileIdentity: FileIdentity?
         var replacementReported = false
@@ -44,6 +47,7 @@ final class ExternalChangeMonitor: Sendable {
         var checkFailure: String?
         var externalCommits = 0
         var checks = 0
+        var followSteps = 0
         var pollTask: Task<Void, Never>?
         var watcher: FileWatcher?
         var isStopped = false
@@ -123,6 +127,9 @@ final class ExternalChangeMonitor: Sendable {
     /// The number of checks run so far.
     var checkCount: Int { state.withLock { $0.checks } }
 
+    /// The number of steps run so far by the runs that follow file events.
+    var followStepCount: Int { state.withLock { $0.followSteps } }
+
     /// Stops the watcher and the poll.
     func stop() {
         let (watcher, task) = state.withLock { state in
@@ -143,10 +150,62 @@ final class ExternalChangeMonitor: Sendable {
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 
-    /// Queues a check for a file event: it restarts the rechecks from 1 ms.
+    /// Queues a check for a file event, and follows the commit the event
+    /// may announce until it is published: the first step 1 ms later (at
+    /// most one due step at a time, so a stream of events costs at most one
+    /// step a millisecond).
     func fileChanged() {
-        state.withLock { $0.eventSinceCheck = true }
         requestCheck()
+        let first = inFlightCommits == .settleOnce ? 3 : 1
+        let now = ContinuousClock.now
+        let run = state.withLock { state -> Int? in
+            guard !state.isStopped else { return nil }
+            state.followStep = 0
+            state.followStart = now
+            if let due = state.followDue, due <= now + .milliseconds(first) { return nil }
+            state.followRun += 1
+            state.followDue = now + .milliseconds(first)
+            return state.followRun
+        }
+        if let run { follow(run, after: first) }
+    }
+
+    private func follow(_ run: Int, after milliseconds: Int) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+            self?.followUp(run)
+        }
+    }
+
+    /// One step of the run that follows a file event: with the lock table,
+    /// a check once no connection holds the WAL write lock; without it,
+    /// ``blindRechecks`` checks, 1, 2, 4 … 64 ms apart.
+    private func followUp(_ run: Int) {
+        let lock = inFlightCommits == .whileWriteLockHeld ? WALWriteLock.state(databasePath: path) : .unknown
+        let now = ContinuousClock.now
+        let (checkNow, delay) = state.withLock { state -> (Bool, Int?) in
+            guard state.followRun == run, !state.isStopped else { return (false, nil) }
+            state.followSteps += 1
+            state.followStep += 1
+            let step = state.followStep
+            let next: (Bool, Int?)
+            switch (inFlightCommits, lock) {
+            case (.settleOnce, _):
+                next = (true, nil)
+            case (.backoff, _), (.whileWriteLockHeld, .unknown):
+                next = (true, step < Self.blindRechecks ? 1 << step : nil)
+            case (.whileWriteLockHeld, .free):
+                // A check queued and not started yet reads after this, so
+                // requestCheck() adds none; one already running may read before.
+                next = (true, nil)
+            case (.whileWriteLockHeld, .held):
+                let within = now - state.followStart < recheckLimit
+                next = (false, within ? min(1 << min(step, 16), Self.longestRecheckDelay) : nil)
+            }
+            state.followDue = next.1.map { now + .milliseconds($0) }
+            return next
+        }
+        if checkNow { requestCheck() }
+        if let delay { follow(run, after: delay) }
     }
 
     /// Queues one check on the writer, unless one is already queued.
@@ -163,16 +222,10 @@ final class ExternalChangeMonitor: Sendable {
 
     /// Runs on the writer connection, between jobs.
     fileprivate func check(on db: Database) {
-        let afterEvent = state.withLock { state -> Bool in
+        state.withLock { state in
             state.checkQueued = false
             state.checks += 1
-            defer { state.eventSinceCheck = false }
-            return state.eventSinceCheck
         }
-        // The lock before `data_version`: if no connection holds it now, every
-        // commit whose frames were written before is published, and the read
-        // below sees it; a commit written after raises an event of its own.
-        let writeLock = inFlightCommits == .whileWriteLockHeld ? WALWriteLock.state(databasePath: path) : .unknown
         let version: Int64?
         var failure: String?
         var busy = false
@@ -211,7 +264,19 @@ final class ExternalChangeMonitor: Sendable {
             }
             return (committed, replaced)
         }
-        scheduleRecheck(afterEvent: afterEvent, inFlight: writeLock == .unknown ? nil : writeLock == .held || busy)
+        let busyDelay = state.withLock { state -> Int? in
+            guard busy else {
+                state.busyChecks = 0
+                return nil
+            }
+            state.busyChecks += 1
+            return state.busyChecks <= Self.blindRechecks ? 1 << (state.busyChecks - 1) : nil
+        }
+        if let busyDelay {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(busyDelay)) { [weak self] in
+                self?.requestCheck()
+            }
+        }
         if committed {
             var changes = DatabaseChanges()
             changes.affectsEverything = true
@@ -227,56 +292,9 @@ final class ExternalChangeMonitor: Sendable {
 extension ExternalChangeMonitor {
     /// The longest wait between two rechecks.
     static let longestRecheckDelay = 64
-    /// How many rechecks follow an event when the lock table cannot be read.
+    /// How many rechecks follow an event when the lock table cannot be read,
+    /// and retry a check that a lock made fail.
     static let blindRechecks = 7
-
-    /// Decides whether, and when, to check again after a check.
-    ///
-    /// - Parameters:
-    ///   - afterEvent: the check followed a file event.
-    ///   - inFlight: whether a connection held the write lock (or a lock made
-    ///     the check fail); `nil` when the lock table cannot be read, where
-    ///     every event is followed by ``blindRechecks`` rechecks.
-    private func scheduleRecheck(afterEvent: Bool, inFlight: Bool?) {
-        let now = ContinuousClock.now
-        let next = state.withLock { state -> (delay: Int, generation: Int)? in
-            if afterEvent {
-                state.recheckAttempt = 0
-                state.recheckStart = now
-            }
-            let delay: Int?
-            switch (inFlightCommits, inFlight) {
-            case (.settleOnce, _):
-                delay = afterEvent ? 3 : nil
-            case (.backoff, _), (.whileWriteLockHeld, nil):
-                let running = state.recheckStart != nil && state.recheckAttempt < Self.blindRechecks
-                delay = running ? 1 << state.recheckAttempt : nil
-            case (.whileWriteLockHeld, false?):
-                delay = nil
-            case (.whileWriteLockHeld, true?):
-                // Only an event starts a run: a writer that keeps its lock
-                // without writing (an open transaction) is left to the poll.
-                guard let start = state.recheckStart, now - start < recheckLimit else {
-                    delay = nil
-                    break
-                }
-                delay = min(1 << min(state.recheckAttempt, 16), Self.longestRecheckDelay)
-            }
-            guard let delay, !state.isStopped else {
-                state.recheckAttempt = 0
-                state.recheckStart = nil
-                return nil
-            }
-            state.recheckAttempt += 1
-            state.recheckGeneration += 1
-            return (delay, state.recheckGeneration)
-        }
-        guard let next else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(next.delay)) { [weak self] in
-            guard let self else { return }
-            if self.state.withLock({ $0.recheckGeneration == next.generation }) { self.requestCheck() }
-        }
-    }
 }
 
 private final class CheckJob: ConnectionJob {
