@@ -188,8 +188,11 @@ func externalKeptWriter(_ sizes: Sizes) async throws -> [Sample] {
     var rates: [String: [Double]] = [:]
     let ownConfigurations: [(key: String, policy: ExternalChangeDetection.InFlightCommits?)] =
         [("off", nil)] + policies.map { ($0.key, $0.policy) }
-    for round in 0..<2 {
-        for (index, entry) in ownConfigurations.enumerated() {
+    for round in 0..<4 {
+        // Each configuration first, second, third and last once.
+        for offset in 0..<ownConfigurations.count {
+            let index = (round + offset) % ownConfigurations.count
+            let entry = ownConfigurations[index]
             var configuration = Configuration()
             if let policy = entry.policy {
                 var detection = ExternalChangeDetection()
@@ -209,9 +212,9 @@ func externalKeptWriter(_ sizes: Sizes) async throws -> [Sample] {
             pool.close()
         }
     }
-    let reference = rates["off"]!.max()!
+    let reference = Summary.median(rates["off"]!)
     for entry in ownConfigurations {
-        let best = rates[entry.key]!.max()!
+        let best = Summary.median(rates[entry.key]!)
         samples.append(
             Sample(
                 "external.own-writes.\(entry.key)",

@@ -14,8 +14,8 @@
 /// without polling; a slow poll covers what inotify misses (network file
 /// systems, overflowing event queues). A WAL commit raises its event before
 /// it is published: while another connection still holds the WAL write
-/// lock, the watcher looks again after 1, 2, 4 … 64 ms, for at most the poll
-/// interval, and checks once it is released.
+/// lock, the check is repeated 1, 2, 4 … 64 ms apart, for at most the poll
+/// interval, until it is released.
 public struct ExternalChangeDetection: Sendable {
     /// The fallback poll interval. Default 1 second; shorter than
     /// ``minimumPollInterval`` (or negative) counts as that minimum.
@@ -54,9 +54,9 @@ public struct ExternalChangeDetection: Sendable {
         /// Checks again 1, 2, 4 … 64 ms apart (7 times) after every event,
         /// whatever the lock table says (what runs when it cannot be read).
         case backoff
-        /// Reads the WAL write lock 1 ms after an event, then after 2, 4 …
-        /// 64 ms (then every 64 ms, within the poll interval) while a
-        /// connection holds it, and checks once none does.
+        /// Checks 1 ms after an event, then 2, 4 … 64 ms apart (then every
+        /// 64 ms, within the poll interval) while a connection holds the WAL
+        /// write lock; the check made once none does is the last.
         case whileWriteLockHeld
     }
 

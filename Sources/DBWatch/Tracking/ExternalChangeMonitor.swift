@@ -20,11 +20,11 @@ import Synchronization
 /// between for many milliseconds (its `fsync` of the WAL with `synchronous =
 /// FULL`, SQLite's default; a busy machine keeping it off a core): a check
 /// then sees no new `data_version`, and no event follows the publication.
-/// So each event also starts a run that reads the WAL write lock
-/// (``WALWriteLock``) 1 ms later, off the writer connection: once no
-/// connection holds it, one more check sees every commit written before;
-/// while one does, it looks again after 2, 4 … 64 ms, then every 64 ms, for
-/// at most the poll interval. Nothing runs between events, and a writer that holds the lock
+/// So each event also starts a run of checks, 1 ms later, then 2, 4 … 64 ms
+/// apart, then every 64 ms, while another connection holds the WAL write
+/// lock (``WALWriteLock``, read off the writer connection), for at most the
+/// poll interval: the check made once no connection holds it sees every
+/// commit written before. Nothing runs between events, and a writer that holds the lock
 /// without writing (an open transaction) starts nothing.
 final class ExternalChangeMonitor: Sendable {
     private struct State {
@@ -72,6 +72,9 @@ final class ExternalChangeMonitor: Sendable {
     private let center: ObservationCenter
     private let writerQueue: JobQueue
     private let state = Locked(State())
+    /// Where the follow-up steps wait: a queue of its own (a thread of its
+    /// own when needed), not the global pool that other code may keep busy.
+    private let timers = DispatchQueue(label: "dbwatch.external-changes")
     private let logger: Logger
 
     /// Starts watching `path` from `dataVersion`, the writer connection's
@@ -151,18 +154,18 @@ final class ExternalChangeMonitor: Sendable {
     }
 
     /// Queues a check for a file event, and follows the commit the event
-    /// may announce until it is published: the first step 1 ms later (at
-    /// most one due step at a time, so a stream of events costs at most one
-    /// step a millisecond).
+    /// may announce until it is published: the first step 1 ms later. An
+    /// event during a run leaves it at its pace, so a stream of events (the
+    /// app's own writes, a bulk load) costs steps 1, 2, 4 … 64 ms apart, not
+    /// one per event.
     func fileChanged() {
         requestCheck()
         let first = inFlightCommits == .settleOnce ? 3 : 1
         let now = ContinuousClock.now
         let run = state.withLock { state -> Int? in
-            guard !state.isStopped else { return nil }
+            guard !state.isStopped, state.followDue == nil else { return nil }
             state.followStep = 0
             state.followStart = now
-            if let due = state.followDue, due <= now + .milliseconds(first) { return nil }
             state.followRun += 1
             state.followDue = now + .milliseconds(first)
             return state.followRun
@@ -171,14 +174,15 @@ final class ExternalChangeMonitor: Sendable {
     }
 
     private func follow(_ run: Int, after milliseconds: Int) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+        timers.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
             self?.followUp(run)
         }
     }
 
-    /// One step of the run that follows a file event: with the lock table,
-    /// a check once no connection holds the WAL write lock; without it,
-    /// ``blindRechecks`` checks, 1, 2, 4 … 64 ms apart.
+    /// One step of the run that follows a file event: a check, and with the
+    /// lock table, another step while a connection holds the WAL write lock
+    /// (the check after its release is the last); without the table,
+    /// ``blindRechecks`` steps, 1, 2, 4 … 64 ms apart.
     private func followUp(_ run: Int) {
         let lock = inFlightCommits == .whileWriteLockHeld ? WALWriteLock.state(databasePath: path) : .unknown
         let now = ContinuousClock.now
@@ -198,8 +202,10 @@ final class ExternalChangeMonitor: Sendable {
                 // requestCheck() adds none; one already running may read before.
                 next = (true, nil)
             case (.whileWriteLockHeld, .held):
+                // Checked too: the commit may be published and the lock not
+                // yet released (the writer kept off a core in between).
                 let within = now - state.followStart < recheckLimit
-                next = (false, within ? min(1 << min(step, 16), Self.longestRecheckDelay) : nil)
+                next = (true, within ? min(1 << min(step, 16), Self.longestRecheckDelay) : nil)
             }
             state.followDue = next.1.map { now + .milliseconds($0) }
             return next
@@ -273,7 +279,7 @@ final class ExternalChangeMonitor: Sendable {
             return state.busyChecks <= Self.blindRechecks ? 1 << (state.busyChecks - 1) : nil
         }
         if let busyDelay {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(busyDelay)) { [weak self] in
+            timers.asyncAfter(deadline: .now() + .milliseconds(busyDelay)) { [weak self] in
                 self?.requestCheck()
             }
         }
