@@ -21,11 +21,11 @@ import Synchronization
 /// FULL`, SQLite's default; a busy machine keeping it off a core): a check
 /// then sees no new `data_version`, and no event follows the publication.
 /// So each event also starts a run of checks, 1 ms later, then 2, 4 … 64 ms
-/// apart, then every 64 ms, while another connection holds the WAL write
-/// lock (``WALWriteLock``, read off the writer connection), for at most the
-/// poll interval: the check made once no connection holds it sees every
-/// commit written before. Nothing runs between events, and a writer that holds the lock
-/// without writing (an open transaction) starts nothing.
+/// apart, then every 64 ms, while a connection holds the WAL write lock
+/// (``WALWriteLock``, read off the writer connection), for at most the poll
+/// interval: the check made once no connection holds it sees every commit
+/// written before. Nothing runs between events, and a writer that holds the
+/// lock without writing (an open transaction) starts nothing.
 final class ExternalChangeMonitor: Sendable {
     private struct State {
         var checkQueued = false
