@@ -113,6 +113,44 @@ struct WatchEndToEndTests {
         }
     }
 
+    /// Another process that keeps one connection open and commits every
+    /// 20 ms while the cores are busy: each commit is printed through
+    /// inotify, none left to the 60 s poll (the commit's WAL write wakes the
+    /// check before the commit is published in the `-shm` index).
+    @Test func spacedCommitsOfAKeptConnectionArePrintedUnderLoad() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch, wal: true)
+            let run = try DBWatchRun.start([
+                "watch", path, "SELECT count(*) FROM player", "--format", "ndjson", "--interval", "60",
+            ])
+            defer { run.kill() }
+            _ = try await run.wait(forLines: 1)
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: Shell.sqlite3)
+            writer.arguments = ["-bail", path]
+            let input = Pipe()
+            writer.standardInput = input
+            writer.standardOutput = FileHandle.nullDevice
+            writer.standardError = FileHandle.nullDevice
+            try writer.run()
+            defer {
+                try? input.fileHandleForWriting.close()
+                writer.waitUntilExit()
+            }
+            let commits = 25
+            try await withCPULoad(threads: 2 * ProcessInfo.processInfo.activeProcessorCount) {
+                for commit in 1...commits {
+                    let insert = "INSERT INTO player (name, score) VALUES ('p\(commit)', \(commit));\n"
+                    try input.fileHandleForWriting.write(contentsOf: Data(insert.utf8))
+                    _ = try await run.wait(forLines: 1 + commit, timeout: 3)
+                    try await Task.sleep(for: .milliseconds(20))  // the other process's pace
+                }
+            }
+            let counts = try records(run.snapshot).map { ($0["rows"] as? [[Int]])?.first?.first }
+            #expect(counts == Array(3...(3 + commits)))
+        }
+    }
+
     @Test func changesAreKeyedByPrimaryKey() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)
