@@ -133,17 +133,7 @@ public final class DatabasePool: DatabaseWriter {
     /// try await pool.write { db in try db.execute(sql: "UPDATE player SET score = score + 1") }
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writerJobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob {
-                try db.reportingMovedFile {
-                    try db.inTransaction(.immediate) {
-                        let value = try body(db)
-                        try db.refuseWritesToMovedFile()
-                        return value
-                    }
-                }
-            }
-        }
+        try await writerJobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
     /// Runs `body` on the writer without opening a transaction (`VACUUM`,
@@ -155,14 +145,7 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in
-            try db.runWriteJob {
-                try db.reportingMovedFile {
-                    try db.refuseWritesToMovedFile()
-                    return try db.refusingLeftoverTransaction { try body(db) }
-                }
-            }
-        }
+        try await writerJobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
     /// Runs `body` on a reader connection in a transaction on one snapshot:

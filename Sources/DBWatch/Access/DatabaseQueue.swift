@@ -94,17 +94,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// }
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await jobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob {
-                try db.reportingMovedFile {
-                    try db.inTransaction(.immediate) {
-                        let value = try body(db)
-                        try db.refuseWritesToMovedFile()
-                        return value
-                    }
-                }
-            }
-        }
+        try await jobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
     /// Runs `body` without opening a transaction: for statements that
@@ -117,14 +107,7 @@ public final class DatabaseQueue: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await jobs.perform { db in
-            try db.runWriteJob {
-                try db.reportingMovedFile {
-                    try db.refuseWritesToMovedFile()
-                    return try db.refusingLeftoverTransaction { try body(db) }
-                }
-            }
-        }
+        try await jobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
