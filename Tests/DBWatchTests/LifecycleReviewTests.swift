@@ -204,7 +204,7 @@ struct LifecycleReviewTests {
             try await recorder.wait { $0.last == ["ann"] }
             live.request = NameSearch(prefix: round % 2 == 0 ? "b" : "")
             if round % 3 == 0 { live.request = NameSearch(prefix: "x") }
-            queue.close()
+            await queue.close()
             try await withTimeout { await runner.value }
             try await withTimeout { await consumer.value }
             #expect((live.error as? SQLiteError)?.message == "database is closed")
@@ -431,7 +431,7 @@ struct LifecycleReviewTests {
         try await recorder.wait(forCount: 1)
         try await Self.insert("x", into: queue)
         try await waitUntil { clock.sleeperCount == 1 }
-        queue.close()
+        await queue.close()
         try await withTimeout { await task.value }
         // The change waiting for the interval was never fetched; the close error ends it.
         #expect(recorder.values.count == 2)

@@ -46,7 +46,7 @@ struct LiveQueryTests {
         let consumer = Task { for await names in live.values { recorder.append(names) } }
         try await waitUntil { live.subscriberCount == 1 && queue.observationCount == 1 }
         try await recorder.wait { $0.last == [] }
-        queue.close()
+        await queue.close()
         // run() returns, the subscribers' loops end, and the error says why.
         try await withTimeout { await runner.value }
         try await withTimeout { await consumer.value }
