@@ -40,6 +40,13 @@ struct ObservationMonitoringTests {
             #expect(database.observationCount == 2)
             #expect(database.subscriberCount == 4)
 
+            // A live query counts as one subscription, whatever its own subscribers.
+            let live = LiveQuery(PlayerNames(), in: database)
+            let loops = (0..<3).map { _ in Task { for await _ in live.values {} } }
+            try await waitUntil { live.subscriberCount == 3 && database.subscriberCount == 5 }
+            #expect(database.observationCount == 3)
+            for loop in loops { loop.cancel() }
+
             tasks[0].cancel()
             try await waitUntil { database.subscriberCount == 3 }
             #expect(database.observationCount == 2)
