@@ -29,6 +29,7 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Test support: a SQLite VFS whose writes fail on demand (disk full,
@@ -40,7 +41,10 @@ let package = Package(
         ),
         .testTarget(
             name: "DBWatchTests",
-            dependencies: ["DBWatch", "CSQLite", "CFaultInjection"]
+            dependencies: [
+                "DBWatch", "CSQLite", "CFaultInjection",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "dbwatchTests",

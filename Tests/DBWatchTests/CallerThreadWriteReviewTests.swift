@@ -69,7 +69,7 @@ extension CallerThreadWriteTests {
                 }
             }
             #expect(pthread_equal(thread, writer) != 0)
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -108,7 +108,7 @@ extension CallerThreadWriteTests {
             try reader.execute(sql: "COMMIT")
             try await withTimeout { try await write.value }
             reader.close()
-            database.close()
+            await database.close()
         }
     }
 
@@ -124,7 +124,7 @@ extension CallerThreadWriteTests {
                 try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout")
             }
             #expect(timeout == 12345)
-            database.close()
+            await database.close()
         }
     }
 
@@ -144,7 +144,7 @@ extension CallerThreadWriteTests {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
             }
             #expect(jobs.claimedAccessCount - before == 1)
-            database.close()
+            await database.close()
         }
     }
 
@@ -192,7 +192,7 @@ extension CallerThreadWriteTests {
             #expect(counts == counts.sorted())
             #expect(jobs.claimedAccessCount > before)
             observing.cancel()
-            database.close()
+            await database.close()
         }
     }
 
@@ -226,7 +226,7 @@ extension CallerThreadWriteTests {
             try await recorder.wait { $0.last?.value == 1 }
             #expect(!recorder.values.contains { $0.value == 2 })
             observing.cancel()
-            database.close()
+            await database.close()
         }
     }
 }

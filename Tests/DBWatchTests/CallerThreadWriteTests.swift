@@ -70,7 +70,7 @@ struct CallerThreadWriteTests {
                 #expect(jobs.claimedAccessCount - before == 100)
                 #expect(onWritersThread == 0)
             }
-            database.close()
+            await database.close()
         }
     }
 
@@ -91,7 +91,7 @@ struct CallerThreadWriteTests {
             }
             #expect(threads.allSatisfy { pthread_equal($0, writer) != 0 })
             #expect(writerJobs(of: database).claimedAccessCount == 0)
-            database.close()
+            await database.close()
         }
     }
 
@@ -129,7 +129,7 @@ struct CallerThreadWriteTests {
                 try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
             }
             #expect(values == ["first", "second"])
-            database.close()
+            await database.close()
         }
     }
 
@@ -161,7 +161,7 @@ struct CallerThreadWriteTests {
             }
             #expect(values == ["other", "pool"])
             other.close()
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -193,7 +193,7 @@ struct CallerThreadWriteTests {
             let count = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
             #expect(count == 0)
             #expect(jobs.claimedAccessCount - before == 2)
-            database.close()
+            await database.close()
         }
     }
 
@@ -226,7 +226,7 @@ struct CallerThreadWriteTests {
                 let reopened = try DatabasePool(path: directory.file("pool.sqlite"))
                 let values = try await reopened.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
                 #expect(values == ["last"])
-                reopened.close()
+                await reopened.close()
             }
         }
     }
@@ -266,7 +266,7 @@ struct CallerThreadWriteTests {
             }
             #expect(pool.writerJobs.deferredCheckpointCount == deferred)
             #expect(largestHostedWAL < 1300 * pageSize)
-            pool.close()
+            await pool.close()
         }
     }
 }

@@ -168,6 +168,90 @@ struct ClosingTests {
         }
     }
 
+    // MARK: - close() async
+
+    /// `close() async` waits on a thread of its own: many tasks closing at
+    /// once, while a write holds the close up for its grace period, leave
+    /// the cooperative pool free (it has as many threads as cores), and
+    /// they all return once the close is done.
+    @Test(
+        "close() async from many tasks while a write runs leaves the cooperative pool free",
+        arguments: [Kind.fileQueue, .pool])
+    func asyncCloseDoesNotBlockCooperativeThreads(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory, gracePeriod: .seconds(60)) {
+                // The write runs on the writer's thread, never on a cooperative one.
+                $0.writesOnCallerThread = false
+            }
+            let writing = Gate()
+            let release = Gate()
+            let write = Task {
+                try await database.write { db in
+                    writing.open()
+                    release.blockingWait()
+                    try db.execute(sql: "INSERT INTO t VALUES (2)")
+                }
+            }
+            try await withTimeout { await writing.wait() }
+            let closed = Locked(0)
+            let closers = (0..<16).map { _ in
+                Task {
+                    await database.close()
+                    closed.withLock { $0 += 1 }
+                }
+            }
+            // The closes wait for the write, and other tasks still run.
+            try await waitUntil {
+                (database as? DatabasePool)?.writerJobs.closed ?? (database as! DatabaseQueue).jobs.closed
+            }
+            let progress = try await withTimeout(seconds: 10) {
+                await withTaskGroup(of: Int.self) { group in
+                    for index in 0..<16 { group.addTask { index } }
+                    return await group.reduce(0, +)
+                }
+            }
+            #expect(progress == 120)
+            #expect(closed.withLock { $0 } == 0)
+            release.open()
+            try await withTimeout { for closer in closers { await closer.value } }
+            #expect(closed.withLock { $0 } == 16)
+            // The write ended within the grace period: it committed.
+            try await withTimeout { try await write.value }
+            #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1, 2])
+            await #expect {
+                _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
+            } throws: { error in
+                Self.isClosedError(error)
+            }
+        }
+    }
+
+    /// `close() async` stops work like `close()`: after the grace period an
+    /// endless read is interrupted and the observations end.
+    @Test("close() async interrupts an endless read after the grace period", arguments: Kind.allCases)
+    func asyncCloseInterruptsAnEndlessRead(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            let (results, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
+            try await results.wait(forCount: 1)
+            let started = Gate()
+            let endless = Task {
+                try await database.read { db in
+                    started.open()
+                    return try db.fetchOne(Int.self, sql: Self.endlessSQL)
+                }
+            }
+            try await withTimeout { await started.wait() }
+            try await withTimeout(seconds: 30) { await database.close() }
+            let endlessResult = try await withTimeout { await endless.result }
+            #expect(Self.isClosedError(endlessResult.error), "\(endlessResult)")
+            try await withTimeout { await observing.value }
+            #expect(Self.isClosedError(results.values.last?.error), "\(results.values)")
+            #expect(database.observationCount == 0)
+            #expect(database.subscriberCount == 0)
+        }
+    }
+
     // MARK: - Accesses
 
     @Test(

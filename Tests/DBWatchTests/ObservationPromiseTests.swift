@@ -18,7 +18,7 @@ struct ObservationPromiseTests {
             let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
             try await pool.write { db in try db.execute(sql: playerSchema) }
             try await body(pool)
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -431,7 +431,7 @@ struct ObservationPromiseTests {
                 defer { task.cancel() }
                 try await recorder.wait(forCount: 1)
                 try await Self.insert("last \(round)", into: database)
-                database.close()
+                await database.close()
                 try await recorder.wait { $0.last?.value == nil && $0.count >= 2 }
                 #expect(recorder.values.compactMap(\.value).last == 1, "\(recorder.values)")
             }
@@ -455,7 +455,7 @@ struct ObservationPromiseTests {
             }
             try await results.wait(forCount: 1)
             try await waitUntil { database.observationCount == 2 }
-            database.close()
+            await database.close()
 
             // The Result form ends after the error; the throwing form throws it.
             try await withTimeout { await resultsTask.value }
@@ -512,7 +512,7 @@ struct ObservationPromiseTests {
                 }
             }
             try await started.wait(forCount: 10)
-            pool.close()
+            await pool.close()
             for consumer in consumers {
                 let last = try await withTimeout { await consumer.value }
                 if case .failure(let error)? = last {

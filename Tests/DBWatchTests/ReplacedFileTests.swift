@@ -54,7 +54,7 @@ struct ReplacedFileTests {
             let replacement = path + ".new"
             let queue = try DatabaseQueue(path: replacement)
             try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (10), (20)") }
-            queue.close()
+            await queue.close()
             #expect(rename(replacement, path) == 0)
         }
     }
@@ -84,7 +84,7 @@ struct ReplacedFileTests {
             // Reads go on, on the old file: consistent, and nothing was added to it.
             let old = try await database.read { db in try db.fetchAll(Int.self, sql: "SELECT a FROM t ORDER BY a") }
             #expect(old == [1])
-            database.close()
+            await database.close()
             // The replacement is untouched; a deleted file stays deleted.
             switch change {
             case .deleted: #expect(!FileManager.default.fileExists(atPath: path))
@@ -105,7 +105,7 @@ struct ReplacedFileTests {
             if change == .replaced {
                 let queue = try DatabaseQueue(path: replacement)
                 try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (10)") }
-                queue.close()
+                await queue.close()
             }
             await #expect(throws: DatabaseFileReplacedError.self) {
                 try await database.write { db in
@@ -133,7 +133,7 @@ struct ReplacedFileTests {
             }
             #expect(rename(path + ".moved", path) == 0)
             try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (3)") }
-            database.close()
+            await database.close()
             #expect(try await Self.rows(at: path) == [1, 3])
         }
     }
@@ -149,7 +149,7 @@ struct ReplacedFileTests {
             let pool = try await Self.open(.pool, at: path)
             try await pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (2), (3)") }
             #expect(rename(path, directory.file("moved.sqlite")) == 0)
-            pool.close()
+            await pool.close()
             #expect(try await Self.rows(at: directory.file("moved.sqlite")) == [1, 2, 3])
             // A new database at the old path reads nothing of the old one.
             #expect(try await Self.rowCount(at: path) == nil)

@@ -106,8 +106,12 @@ public struct Configuration: Sendable {
     /// ```
     public var closeGracePeriod: Duration = .seconds(1)
 
-    /// Where DBWatch logs (debug and trace levels only). Default: a logger
-    /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
+    /// Where DBWatch logs: debug and trace levels, except that an
+    /// observation whose fetch starts failing logs a warning (with the
+    /// request's `String(describing:)` and the error), and one that
+    /// recovers logs at info level: once per change, never per repeated
+    /// identical failure. Default: a logger labelled `dbwatch` that goes
+    /// wherever the process bootstrapped logging.
     ///
     /// ```swift
     /// configuration.logger = Logger(label: "app.db")   // a swift-log Logger: import Logging

@@ -30,6 +30,7 @@ public final class DatabaseQueue: DatabaseWriter {
     let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
     let observationHost: ObservationHost
+    private let backgroundClose = BackgroundClose()
 
     /// Runs a task on the queue's own thread: its reads and writes run there
     /// inline, without the two thread hops of a queued job. Meanwhile, other
@@ -141,6 +142,21 @@ public final class DatabaseQueue: DatabaseWriter {
         observationHost.center.close()
     }
 
+    /// ``close()`` without blocking the calling task's thread: the close
+    /// runs on a thread of its own (one for all the callers closing at the
+    /// same time), and this returns when it is done, after at most
+    /// ``Configuration/closeGracePeriod`` of work left running. In an
+    /// `async` function, `queue.close()` calls this one and needs `await`.
+    /// Cancelling the calling task does not shorten it.
+    ///
+    /// ```swift
+    /// try await app.runService()   // the server stopped: its streams ended
+    /// await queue.close()
+    /// ```
+    public func close() async {
+        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
+    }
+
     // MARK: - Observation
 
     /// Observes `request`: its current value at once, then a new value after
@@ -179,4 +195,15 @@ public final class DatabaseQueue: DatabaseWriter {
     /// assert(database.observationCount == 0)
     /// ```
     public var observationCount: Int { observationHost.center.count }
+
+    /// The number of subscriptions of all running observations: each loop
+    /// over an observation counts, also when identical requests share one
+    /// observation (``observationCount`` counts those once). A
+    /// ``LiveQuery`` counts as one, whatever its own subscribers. Returns
+    /// to zero when every loop has ended: a check for leaked subscriptions.
+    ///
+    /// ```swift
+    /// assert(database.subscriberCount == 0)   // every client's stream ended
+    /// ```
+    public var subscriberCount: Int { observationHost.center.subscriberCount }
 }

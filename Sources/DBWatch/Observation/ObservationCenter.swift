@@ -74,6 +74,8 @@ final class ObservationCenter: Sendable {
 
     private let state = Locked(State())
     private let observationCount = Atomic<Int>(0)
+    /// The subscriptions of all observations (see ``subscriberCount``).
+    private let subscriptions = Atomic<Int>(0)
     let logger: Logger
 
     /// Where the fetches run: the pool's readers, or the queue's connection.
@@ -89,6 +91,15 @@ final class ObservationCenter: Sendable {
 
     /// The number of running observations (shared requests count once).
     var count: Int { observationCount.load(ordering: .acquiring) }
+
+    /// The subscriptions of all observations: each iteration of an
+    /// observation counts, also when it shares its driver with others.
+    var subscriberCount: Int { subscriptions.load(ordering: .relaxed) }
+
+    /// A driver added (`1`) or removed (`-1`) a subscriber.
+    func subscribersDidChange(by delta: Int) {
+        subscriptions.add(delta, ordering: .relaxed)
+    }
 
     /// The serial of the last published commit.
     var commitSerial: UInt64 { state.withLock { $0.commitSerial } }

@@ -91,12 +91,14 @@ public struct ExternalChangeDetection: Sendable {
 /// or renamed over), detection on or not: they would otherwise commit into
 /// a file that no path names.
 ///
+/// Recognise it by its type: `catch let error as DatabaseFileReplacedError`.
+///
 /// ```swift
 /// for await result in pool.observe(TopPlayers()).results {
 ///     if case .failure(let error as DatabaseFileReplacedError) = result { reopen(error.path) }
 /// }
 /// ```
-public struct DatabaseFileReplacedError: Error, Sendable, CustomStringConvertible {
+public struct DatabaseFileReplacedError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The path of the replaced file.
     ///
     /// ```swift

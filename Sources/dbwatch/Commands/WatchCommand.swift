@@ -155,7 +155,7 @@ extension DatabasePool {
     ///   ``SQLiteError`` when SQLite cannot open it.
     static func openForWatching(_ path: String, pollInterval: Duration?, readers: Int = 1) throws -> DatabasePool {
         try DatabaseFile.checkExists(path)
-        var configuration = Configuration()
+        var configuration = Configuration.commandLine()
         configuration.readOnly = true
         configuration.allowsURIFilenames = false
         configuration.maximumReaderCount = max(1, min(4, readers))
