@@ -187,7 +187,9 @@ struct ErrorKindTests {
             let other = try DatabaseQueue(path: path, configuration: impatient)
             let holding = Gate()
             let release = Gate()
-            let holder = Task {
+            // From a thread of its own: a write on an idle writer runs on
+            // the caller's thread, and this one blocks.
+            let holder = Task(executorPreference: DedicatedThreadExecutor()) {
                 try await queue.write { db in
                     try db.execute(sql: "INSERT INTO player (name) VALUES ('holder')")
                     holding.open()
