@@ -212,11 +212,18 @@ struct UntrustedSQLCostTests {
             // Under the default value limit, the first value is refused.
             let (valueError, _) = try await run("SELECT x, zeroblob(99000000) FROM t", on: database)
             #expect(valueError?.code == .tooBig)
-            // A smaller result limit counts every value of every row; nil lifts it.
-            policy.maximumResultSize = 10 * 8 + 9 * 5 + 6
+            // A smaller result limit counts every value of every row (8
+            // bytes each, plus the bytes of text); nil lifts it.
+            policy.maximumResultSize = 10 * 8 + 10 * 8 + 9 * 5 + 6
             #expect(try await run("SELECT x, name FROM t", on: database, policy: policy).error == nil)
-            policy.maximumResultSize = 10 * 8 + 9 * 5 + 6 - 1
+            policy.maximumResultSize = 10 * 8 + 10 * 8 + 9 * 5 + 6 - 1
             #expect(try await run("SELECT x, name FROM t", on: database, policy: policy).error?.code == .tooBig)
+            // NULLs and empty texts take memory and output too: 100 of
+            // them in each of 10 rows, 600 MB in 5 s when they counted 0.
+            let hundred = Array(repeating: "NULL, ''", count: 50).joined(separator: ", ")
+            policy.maximumResultSize = 10 * 100 * 8 - 1
+            let (emptyError, _) = try await run("SELECT \(hundred) FROM t", on: database, policy: policy)
+            #expect(emptyError?.code == .tooBig)
             policy.maximumResultSize = nil
             let (unlimited, _) = try await run("SELECT x, zeroblob(1000) FROM t", on: database, policy: policy)
             #expect(unlimited == nil)

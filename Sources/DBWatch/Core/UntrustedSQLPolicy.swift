@@ -50,8 +50,8 @@ public struct UntrustedSQLPolicy: Sendable {
     public var maximumValueLength: Int?
 
     /// The largest result, in bytes, that one statement may return: the
-    /// sum over all its rows of the sizes of their values (text and blobs
-    /// by their bytes, numbers 8 bytes, `NULL` 0). Beyond it the statement
+    /// sum over all its rows of the sizes of their values (8 bytes each,
+    /// `NULL` included, plus the bytes of text and blobs). Beyond it the statement
     /// is stopped and throws ``SQLiteError`` with code ``ResultCode/tooBig``
     /// ("the result is larger than …"). Default 100 MB, 100 values at the
     /// largest length, and about what a process can hold and print
