@@ -274,7 +274,7 @@ struct ChangeTrackingTrapTests {
             for (file, rows) in [("a.sqlite", "('a')"), ("b.sqlite", "('b1'), ('b2')")] {
                 let other = try DatabaseQueue(path: directory.file(file))
                 try await other.write { db in try db.execute(sql: "CREATE TABLE t (x); INSERT INTO t VALUES \(rows)") }
-                other.close()
+                await other.close()
             }
             let queue = try DatabaseQueue()
             defer { queue.close() }

@@ -298,7 +298,7 @@ struct MigrateEndToEndTests {
                     try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations")
                 )
             }
-            queue.close()
+            await queue.close()
             #expect(tables.contains("first") && !tables.contains("slow"), "\(tables)")
             #expect(numbers == [1])
         }
