@@ -17,10 +17,16 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // DBWatch's VFS, which bounds the temporary files of untrusted SQL.
+        .target(
+            name: "CDBWatchVFS",
+            dependencies: ["CSQLite"]
+        ),
         .target(
             name: "DBWatch",
             dependencies: [
                 "CSQLite",
+                "CDBWatchVFS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -11,7 +11,8 @@ struct ReadmeWalkTests {
     /// `maximumReaderCount` (4), `allowsURIFilenames` (off),
     /// `writesOnCallerThread` (on), external change detection off by default
     /// and polling every second; "Untrusted SQL": `maximumValueLength`
-    /// (default 1 MB) and `maximumResultSize` (default 100 MB).
+    /// (default 1 MB), `maximumResultSize` (default 100 MB) and
+    /// `maximumTemporaryStorage` (default 256 MB).
     @Test func documentedDefaults() {
         let configuration = Configuration()
         #expect(configuration.readOnly == false)
@@ -28,6 +29,7 @@ struct ReadmeWalkTests {
         #expect(UntrustedSQLPolicy().timeLimit == .seconds(5))
         #expect(UntrustedSQLPolicy().maximumValueLength == 1_000_000)
         #expect(UntrustedSQLPolicy().maximumResultSize == 100_000_000)
+        #expect(UntrustedSQLPolicy().maximumTemporaryStorage == 256_000_000)
     }
 
     /// README, "Migrations": "A migration from a file and the same text in

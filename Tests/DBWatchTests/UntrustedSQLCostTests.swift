@@ -1,4 +1,4 @@
-import DBWatch
+@testable import DBWatch
 import Foundation
 import Testing
 
@@ -262,6 +262,100 @@ struct UntrustedSQLCostTests {
             policy.maximumResultSize = nil
             let (unlimited, _) = try await run("SELECT x, zeroblob(1000) FROM t", on: database, policy: policy)
             #expect(unlimited == nil)
+        }
+    }
+
+    /// Rows whose sort needs about 10 MB of temporary files (SQLite's
+    /// sorter spills beyond its 2 MB page cache, whatever `temp_store` says).
+    static let largeSort = """
+        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000)
+        SELECT x FROM c ORDER BY randomblob(500)
+        """
+
+    /// A large `ORDER BY` wrote 1.6 GB of temporary files within the
+    /// default 5 s: now its files stop at the maximum temporary storage,
+    /// the statement throws `.tooBig`, and they are gone when it ends.
+    @Test(arguments: Kind.allCases)
+    func temporaryFilesBeyondTheMaximumAreRefused(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await open(kind, in: directory)
+            defer { database.close() }
+            // A generous time limit: the sort takes about 0.3 s, but far longer on a loaded machine.
+            var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
+            policy.maximumTemporaryStorage = 2_000_000
+            let (error, _) = try await run(Self.largeSort, on: database, policy: policy)
+            #expect(error?.code == .tooBig)
+            let expected =
+                "the query's temporary files are larger than the limit of 2000000 bytes (maximum temporary storage)"
+            #expect(error?.message?.contains(expected) == true, "\(String(describing: error))")
+            try await database.read { db in
+                #expect(db.temporaryStorageInUse == 0)
+                // The connection goes on, under the policy and without it.
+                let unlimited = UntrustedSQLPolicy(timeLimit: .seconds(60), maximumTemporaryStorage: nil)
+                let rows = try db.withUntrustedSQL(unlimited) { try db.fetchAll(sql: Self.largeSort) }
+                #expect(rows.count == 20000)
+                #expect(try db.fetchAll(sql: Self.largeSort).count == 20000)
+                #expect(db.temporaryStorageInUse == 0)
+            }
+            // The default limit (256 MB) lets this sort run.
+            let defaultLimit = UntrustedSQLPolicy(timeLimit: .seconds(60))
+            #expect(try await run(Self.largeSort, on: database, policy: defaultLimit).error == nil)
+        }
+    }
+
+    /// The other tables SQLite spills to temporary files past its page
+    /// cache count too: `DISTINCT`, `UNION` and a materialized view.
+    @Test(arguments: Kind.allCases)
+    func temporaryTablesBeyondTheMaximumAreRefused(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await open(kind, in: directory)
+            defer { database.close() }
+            var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
+            policy.maximumTemporaryStorage = 2_000_000
+            let rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) "
+            for sql in [
+                rows + "SELECT count(*) FROM (SELECT DISTINCT randomblob(500) FROM c)",
+                rows + "SELECT count(*) FROM (SELECT randomblob(500) FROM c UNION SELECT randomblob(500) FROM c)",
+                rows + ", m AS MATERIALIZED (SELECT x, randomblob(500) FROM c) SELECT count(*) FROM m",
+            ] {
+                let (error, _) = try await run(sql, on: database, policy: policy)
+                #expect(error?.code == .tooBig, "\(sql): \(String(describing: error))")
+                #expect(error?.message?.contains("temporary files are larger than the limit") == true)
+            }
+            try await database.read { db in #expect(db.temporaryStorageInUse == 0) }
+        }
+    }
+
+    /// The files of a sort are counted while they are open, under the
+    /// policy only: trusted SQL is never charged, not even on a connection
+    /// that ran untrusted SQL before, and never refused.
+    @Test(arguments: Kind.allCases)
+    func onlyUntrustedSQLIsChargedForTemporaryFiles(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await open(kind, in: directory)
+            defer { database.close() }
+            try await database.read { db in
+                var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
+                policy.maximumTemporaryStorage = 2_000_000
+                let untrusted = try db.withUntrustedSQL(policy) { try db.fetchAll(sql: "SELECT 1") }
+                #expect(untrusted.count == 1)
+                // Trusted, in the middle of the sort: its files hold about 10 MB, charged to nobody.
+                let cursor = try db.fetchCursor(sql: Self.largeSort)
+                #expect(try cursor.next() != nil)
+                #expect(db.temporaryStorageInUse == 0)
+                while try cursor.next() != nil {}
+                // Untrusted, without a limit: counted while open, released at the end.
+                policy.maximumTemporaryStorage = nil
+                let inUse = try db.withUntrustedSQL(policy) {
+                    let cursor = try db.fetchCursor(sql: Self.largeSort)
+                    _ = try cursor.next()
+                    let inUse = db.temporaryStorageInUse
+                    while try cursor.next() != nil {}
+                    return inUse
+                }
+                #expect(inUse > 2_000_000, "\(inUse)")
+                #expect(db.temporaryStorageInUse == 0)
+            }
         }
     }
 

@@ -392,6 +392,36 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// A large `ORDER BY` wrote 1.6 GB of temporary files within the
+    /// default time limit: now its files stop at `--max-temp-size`, with
+    /// its own message and exit 65, in `watch` and `explain`.
+    @Test func largeTemporaryFilesFailAtTheirLimit() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            // About 10 MB to sort: SQLite's sorter spills beyond its 2 MB page cache.
+            let largeSort = """
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000)
+                SELECT count(*) FROM (SELECT x FROM c ORDER BY randomblob(500) LIMIT -1 OFFSET 1)
+                """
+            for command in ["watch", "explain"] {
+                let once = command == "watch" ? ["--once"] : []
+                let refused = try await DBWatchRun.run(
+                    [command, path, "--max-temp-size", "2000000", "--time-limit", "60"] + once + ["--", largeSort],
+                    timeout: 120)
+                #expect(refused.exitStatus == 65, "\(refused)")
+                #expect(
+                    refused.stderr.contains("temporary files are larger than the limit of 2000000 bytes"),
+                    "\(refused)")
+                // The default limit (256 MB) lets it run.
+                let fits = try await DBWatchRun.run(
+                    [command, path, "--time-limit", "60"] + once + ["--", largeSort], timeout: 120)
+                #expect(fits.exitStatus == 0, "\(fits)")
+            }
+            let negative = try await DBWatchRun.run(["watch", path, "--max-temp-size", "-1", "SELECT 1"])
+            #expect(negative.exitStatus == 64, "\(negative)")
+        }
+    }
+
     @Test func badSQLShowsSQLitesMessageAndPosition() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)

@@ -1,9 +1,11 @@
+import CDBWatchVFS
 import CSQLite
 
 extension Database {
     /// Runs `body` under `policy`: statements prepared inside may only read,
-    /// each may run only for the policy's time limit, and no value may grow
-    /// beyond its maximum length.
+    /// each may run only for the policy's time limit, no value may grow
+    /// beyond its maximum length, and their temporary files may not grow
+    /// beyond the policy's maximum temporary storage.
     ///
     /// Statements prepared here are cached apart from the others, so SQL
     /// text that DBWatch itself also uses never skips the checks.
@@ -18,6 +20,10 @@ extension Database {
         let handle = try openHandle()
         guard untrustedPolicy == nil else { return try body() }
         if untrustedFunctions == nil { untrustedFunctions = try UntrustedSQLFunctions.install(on: handle, for: self) }
+        if temporaryStorageBudget == nil { temporaryStorageBudget = dbwatch_temp_budget_create() }
+        guard let budget = temporaryStorageBudget else {
+            throw SQLiteError(code: .noMemory, message: "out of memory")
+        }
         untrustedPolicy = policy
         untrustedDeadline = nil
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -31,12 +37,23 @@ extension Database {
         let patternLimit = sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, -1)
         sqlite3_limit(
             handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, min(patternLimit, UntrustedSQLPolicy.maximumPatternLength))
+        // Temporary files opened on this thread from now on are charged to
+        // the budget; no sorter worker threads, which would open theirs on
+        // threads of their own.
+        dbwatch_temp_budget_set_limit(budget, policy.maximumTemporaryStorage.map { Int64(max($0, 0)) } ?? -1)
+        _ = dbwatch_temp_budget_take_exceeded(budget)
+        let previousBudget = dbwatch_temp_budget_enter(budget)
+        let workerThreads = sqlite3_limit(handle, SQLITE_LIMIT_WORKER_THREADS, 0)
         defer {
             untrustedPolicy = nil
             untrustedDeadline = nil
             sqlite3_progress_handler(handle, 0, nil, nil)
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, lengthLimit)
             sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, patternLimit)
+            sqlite3_limit(handle, SQLITE_LIMIT_WORKER_THREADS, workerThreads)
+            dbwatch_temp_budget_leave(previousBudget)
+            // Files still open (a statement not reset) stay counted, unlimited.
+            dbwatch_temp_budget_set_limit(budget, -1)
         }
         return try body()
     }
@@ -144,11 +161,21 @@ extension Database {
         return 1
     }
 
-    /// Rewrites a failed step's error into a clear one: a refusal by the
-    /// policy when SQLite re-prepared the statement inside the step (after
-    /// a schema change), worded as at prepare, or an interrupt caused by
-    /// the time limit.
+    /// Rewrites a failed step's error into a clear one: a write of a
+    /// temporary file refused for the policy's maximum temporary storage, a
+    /// refusal by the policy when SQLite re-prepared the statement inside
+    /// the step (after a schema change), worded as at prepare, or an
+    /// interrupt caused by the time limit.
     func untrustedError(_ error: SQLiteError) -> SQLiteError {
+        if let budget = temporaryStorageBudget, dbwatch_temp_budget_take_exceeded(budget) != 0,
+            error.code.primary == .full, let maximum = untrustedPolicy?.maximumTemporaryStorage
+        {
+            return SQLiteError(
+                code: .tooBig,
+                message:
+                    "the query's temporary files are larger than the limit of \(maximum) bytes (maximum temporary storage) and it was stopped",
+                sql: error.sql)
+        }
         if let refusal = lastRefusal {
             lastRefusal = nil
             return Database.untrustedRefusal(refusal, sql: error.sql)
@@ -166,4 +193,12 @@ extension Database {
 private func untrustedProgressHandler(_ context: UnsafeMutableRawPointer?) -> Int32 {
     guard let context else { return 0 }
     return Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().untrustedProgress()
+}
+
+extension Database {
+    /// How many bytes the open temporary files charged to this
+    /// connection's untrusted SQL hold (0 before its first policy).
+    var temporaryStorageInUse: Int {
+        temporaryStorageBudget.map { Int(dbwatch_temp_budget_used($0)) } ?? 0
+    }
 }

@@ -1,3 +1,4 @@
+import CDBWatchVFS
 import CSQLite
 import Logging
 
@@ -58,6 +59,10 @@ public final class Database {
     var untrustedTimeLimitExceeded = false
     /// The guards of costly built-in functions, installed by the first policy.
     var untrustedFunctions: UntrustedSQLFunctions?
+    /// What the temporary files opened under the policy may hold (see
+    /// `DBWatchVFS.h`), created by the first policy; its files hold
+    /// references of their own, so it outlives the connection if they do.
+    var temporaryStorageBudget: OpaquePointer?
     /// Why the authorizer last refused an action, for the error message.
     var lastRefusal: String?
     /// Statements prepared under the untrusted policy, cached apart.
@@ -135,7 +140,9 @@ public final class Database {
             throw SQLiteError(code: .notADatabase, message: "not a database file: it is a FIFO (\(path))")
         }
         var handle: OpaquePointer?
-        let code = sqlite3_open_v2(openPath, &handle, flags, nil)
+        // DBWatch's VFS forwards everything to the default one, and counts
+        // the temporary files of untrusted SQL. A URI's `vfs=` overrides it.
+        let code = sqlite3_open_v2(openPath, &handle, flags, dbwatch_vfs_name())
         guard code == SQLITE_OK, let handle else {
             let error = SQLiteError(connection: handle, code: code)
             sqlite3_close_v2(handle)
@@ -172,6 +179,7 @@ public final class Database {
 
     deinit {
         close()
+        dbwatch_temp_budget_release(temporaryStorageBudget)
     }
 
     /// Whether the connection is closed (its queue or pool was closed).

@@ -10,7 +10,10 @@ import CSQLite
 /// control, `load_extension()`, `fts3_tokenizer()`, FTS5's `highlight()`
 /// and `snippet()` (unbounded in one call) and the like. A refusal
 /// throws ``SQLiteError`` with code ``ResultCode/auth``; a query that runs
-/// longer than ``timeLimit`` is stopped and throws ``ResultCode/interrupt``.
+/// longer than ``timeLimit`` is stopped and throws ``ResultCode/interrupt``;
+/// one whose values, result or temporary files outgrow
+/// ``maximumValueLength``, ``maximumResultSize`` or
+/// ``maximumTemporaryStorage`` throws ``ResultCode/tooBig``.
 ///
 /// ```swift
 /// let rows = try await pool.read { db in
@@ -65,17 +68,41 @@ public struct UntrustedSQLPolicy: Sendable {
     /// ```
     public var maximumResultSize: Int?
 
+    /// The most bytes that the temporary files of the statements running
+    /// under the policy may hold together: the sorter of a large `ORDER BY`
+    /// or `GROUP BY`, the tables of `DISTINCT`, `UNION` or a materialized
+    /// view, which SQLite spills to files (whatever `temp_store` says) once
+    /// they outgrow its page cache. A write beyond it fails, and the
+    /// statement throws ``SQLiteError`` with code ``ResultCode/tooBig``
+    /// ("the query's temporary files are larger than the limit of … bytes");
+    /// the files are deleted when the statement ends. Default 256 MB:
+    /// enough to sort a result of the default maximum result size, with
+    /// the merges of its sorted runs, and a tenth of what the default time
+    /// limit let a sort write (1.6 GB in 5 s); `nil` for no limit.
+    ///
+    /// Counted by DBWatch's VFS, which every connection uses unless a URI
+    /// filename names another one (`?vfs=`): then only the time limit
+    /// bounds these files.
+    ///
+    /// ```swift
+    /// var policy = UntrustedSQLPolicy()
+    /// policy.maximumTemporaryStorage = 10_000_000   // sorts of up to about 10 MB
+    /// ```
+    public var maximumTemporaryStorage: Int?
+
     /// Creates a policy: `UntrustedSQLPolicy(timeLimit: .seconds(2))`.
     ///
     /// ```swift
     /// let policy = UntrustedSQLPolicy(timeLimit: .seconds(2), maximumValueLength: nil)   // SQLite's own limit
     /// ```
     public init(
-        timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 1_000_000, maximumResultSize: Int? = 100_000_000
+        timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 1_000_000, maximumResultSize: Int? = 100_000_000,
+        maximumTemporaryStorage: Int? = 256_000_000
     ) {
         self.timeLimit = timeLimit
         self.maximumValueLength = maximumValueLength
         self.maximumResultSize = maximumResultSize
+        self.maximumTemporaryStorage = maximumTemporaryStorage
     }
 
     /// The longest `LIKE` or `GLOB` pattern, in bytes, under a policy

@@ -16,9 +16,10 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             The database is opened read-only and never created. The SQL may only read: writes, schema \
             changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension(), \
-            fts3_tokenizer(), highlight() and snippet() are refused (exit 67), a query that runs longer than --time-limit is \
-            stopped (exit 68), and a value over 1 MB, a result over --max-result-size or a call of \
-            instr, replace, trim or printf too costly to be stopped in time fails (exit 65).
+            fts3_tokenizer(), highlight() and snippet() are refused (exit 67), a query that runs longer \
+            than --time-limit is stopped (exit 68), and a value over 1 MB, a result over \
+            --max-result-size, temporary files over --max-temp-size or a call of instr, replace, trim or \
+            printf too costly to be stopped in time fails (exit 65).
 
             Commits by other processes (an app, a cron job, the sqlite3 shell) are detected with \
             PRAGMA data_version, checked every --interval seconds and, for a database in WAL mode, at \
@@ -73,6 +74,12 @@ struct WatchCommand: AsyncParsableCommand {
             "Stop a query whose result is larger than this many bytes (exit 65).", valueName: "bytes"))
     var maxResultSize: Int = 100_000_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Stop a query whose temporary files (a large ORDER BY) grow larger than this many bytes (exit 65).",
+            valueName: "bytes"))
+    var maxTempSize: Int = 256_000_000
+
     @Option(help: "Colour and reverse video: auto (on a terminal unless NO_COLOR is set), always or never.")
     var color: ColorMode = .auto
 
@@ -90,6 +97,7 @@ struct WatchCommand: AsyncParsableCommand {
             throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
         if maxResultSize < 1 { throw ValidationError("--max-result-size must be at least 1 byte.") }
+        if maxTempSize < 0 { throw ValidationError("--max-temp-size must be at least 0 bytes.") }
         if format == .csv && sql.count > 1 {
             throw ValidationError("--format csv watches one SQL; use ndjson for several.")
         }
@@ -113,7 +121,7 @@ struct WatchCommand: AsyncParsableCommand {
         let queries = sql.map {
             WatchedQuery(
                 sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
-                maximumResultSize: maxResultSize)
+                maximumResultSize: maxResultSize, maximumTemporaryStorage: maxTempSize)
         }
         var session = WatchSession(printer: printer, queryCount: queries.count, limit: once ? nil : count, once: once)
         do {

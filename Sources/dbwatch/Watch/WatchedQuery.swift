@@ -7,7 +7,7 @@ import DBWatch
 /// ```swift
 /// let query = WatchedQuery(
 ///     sql: "SELECT * FROM player WHERE score > ?", arguments: [10], timeLimit: .seconds(5),
-///     maximumResultSize: 100_000_000)
+///     maximumResultSize: 100_000_000, maximumTemporaryStorage: 256_000_000)
 /// for await result in pool.observe(query).results { … }
 /// ```
 struct WatchedQuery: Queryable {
@@ -22,10 +22,15 @@ struct WatchedQuery: Queryable {
     let timeLimit: Duration
     /// The largest result, in bytes (see ``UntrustedSQLPolicy/maximumResultSize``).
     let maximumResultSize: Int
+    /// The most its temporary files may hold, in bytes (see
+    /// ``UntrustedSQLPolicy/maximumTemporaryStorage``).
+    let maximumTemporaryStorage: Int
 
     /// The policy the query runs under.
     var policy: UntrustedSQLPolicy {
-        UntrustedSQLPolicy(timeLimit: timeLimit, maximumResultSize: maximumResultSize)
+        UntrustedSQLPolicy(
+            timeLimit: timeLimit, maximumResultSize: maximumResultSize, maximumTemporaryStorage: maximumTemporaryStorage
+        )
     }
 
     /// Fetches the rows under ``UntrustedSQLPolicy``, then finds the key
