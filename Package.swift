@@ -6,10 +6,18 @@ let package = Package(
     products: [
         .library(name: "DBWatch", targets: ["DBWatch"]),
         .executable(name: "dbwatch", targets: ["dbwatch"]),
+        .library(name: "DBWatchHummingbird", targets: ["DBWatchHummingbird"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // DBWatchHummingbird only: a user of DBWatch alone builds none of these.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Tests of DBWatchHummingbird only: a real streaming HTTP client.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,6 +39,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            name: "DBWatchHummingbird",
+            dependencies: [
+                "DBWatch",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Test support: a SQLite VFS whose writes fail on demand (disk full,
         // I/O errors). Not part of any product.
         .target(
@@ -41,6 +60,19 @@ let package = Package(
         .testTarget(
             name: "DBWatchTests",
             dependencies: ["DBWatch", "CSQLite", "CFaultInjection"]
+        ),
+        .testTarget(
+            name: "DBWatchHummingbirdTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "dbwatchTests",
