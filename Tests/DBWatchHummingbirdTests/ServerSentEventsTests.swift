@@ -115,7 +115,11 @@ struct ServerSentEventsTests {
         try await withTimeout {
             try await LiveServer.with(configuration: configuration) { server in
                 let stream = try await EventStream.open("\(server.baseURL)/top/events")
-                #expect(try await stream.next(includingComments: true)?.isComment == false)
+                // A keep-alive may come before the first value on a busy machine.
+                var event = try #require(try await stream.next(includingComments: true))
+                while event.isComment { event = try #require(try await stream.next(includingComments: true)) }
+                #expect(try event.decode([Player].self).count == 2)
+                // Nothing changes: the next thing on the stream is a keep-alive.
                 let comment = try #require(try await stream.next(includingComments: true))
                 #expect(comment.comment == "keep-alive")
             }

@@ -86,7 +86,7 @@ struct WebSocketTests {
                 await iterator.next()
                 let start = ContinuousClock.now
                 try await server.shutDown()
-                #expect(ContinuousClock.now - start < .seconds(2))
+                #expect(ContinuousClock.now - start < .seconds(10))  // far below the 30 s timeouts
                 _ = try await client
                 #expect(server.live.statistics.clientsConnected == 0)
             }
