@@ -70,6 +70,27 @@ struct LifetimeTests {
         }
     }
 
+    @Test func shutdownDisconnectsAClientBlockedInAWriteAfterTheGrace() async throws {
+        try await withTimeout {
+            try await LiveServer.with { server in
+                let stuck = try RawClient(port: server.port)
+                try stuck.get("/big/events")
+                try await waitUntil { server.live.statistics.clientsConnected == 1 }
+                // Until a value waits behind a write that does not progress.
+                try await fillUntilBlocked(server)
+
+                let start = ContinuousClock.now
+                try await server.shutDown()
+                let elapsed = ContinuousClock.now - start
+                // The 500 ms grace of the test configuration, not its 30 s stall timeout.
+                #expect(elapsed < .seconds(10), "shutdown took \(elapsed)")
+                #expect(server.live.statistics.clientsConnected == 0)
+                #expect(server.live.statistics.clientsStalled == 0)
+                withExtendedLifetime(stuck) {}
+            }
+        }
+    }
+
     @Test func closedDatabaseEndsStreamsAndRefusesNewClients() async throws {
         try await withTimeout {
             try await LiveServer.with { server in
@@ -104,22 +125,28 @@ struct LifetimeTests {
                 try await waitUntil { server.live.statistics.clientsConnected == 1 }
                 // Large values until the socket is full and values pile up
                 // for the client: the server keeps only the latest.
-                var round = 0
-                while server.live.statistics.clientsStalled == 0 {
-                    round += 1
-                    try #require(round < 2_000, "the client was never found stalled")
-                    let text = String(repeating: "\(round % 10)", count: 256 * 1024)
-                    try await server.database.write { db in
-                        try db.execute(sql: "UPDATE blob SET text = ?", arguments: [text])
-                    }
-                    try await Task.sleep(for: .milliseconds(5))  // a writer's pace
-                }
-                #expect(server.live.statistics.valuesSkipped > 0)
+                try await fillUntilBlocked(server)
+                try await waitUntil { server.live.statistics.clientsStalled == 1 }
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
                 }
                 withExtendedLifetime(stuck) {}
             }
+        }
+    }
+
+    /// Writes large values until one waits behind a write to a client that
+    /// reads nothing: the server replaced a pending value (latest wins).
+    private func fillUntilBlocked(_ server: LiveServer) async throws {
+        var round = 0
+        while server.live.statistics.valuesSkipped == 0 {
+            round += 1
+            try #require(round < 2_000, "the client's writes never blocked")
+            let text = String(repeating: "\(round % 10)", count: 256 * 1024)
+            try await server.database.write { db in
+                try db.execute(sql: "UPDATE blob SET text = ?", arguments: [text])
+            }
+            try await Task.sleep(for: .milliseconds(5))  // a writer's pace
         }
     }
 }

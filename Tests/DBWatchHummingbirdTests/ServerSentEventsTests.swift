@@ -34,8 +34,9 @@ struct ServerSentEventsTests {
     }
 
     @Test func failingFetchIsAnErrorEventAndTheStreamRecovers() async throws {
+        let logs = LogRecorder()
         try await withTimeout {
-            try await LiveServer.with { server in
+            try await LiveServer.with(logs: logs) { server in
                 let stream = try await EventStream.open("\(server.baseURL)/checked/events")
                 #expect(try await stream.nextEvent().decode([Player].self).count == 2)
 
@@ -54,6 +55,15 @@ struct ServerSentEventsTests {
                 #expect(recovered.event == nil)
                 #expect(try recovered.decode([Player].self).map(\.name) == ["arthur", "barbara", "carol"])
                 #expect(server.live.statistics.errorsSent == 1)
+
+                // Logged at warning level, with the request's description and
+                // the request's logger (its request id).
+                let warnings = logs.all.filter { $0.level == .warning }
+                #expect(warnings.count == 1)
+                let warning = try #require(warnings.first)
+                #expect(warning.metadata["request"] == "CheckedPlayers()")
+                #expect(warning.metadata["error"]?.contains("no such table: missing_table") == true)
+                #expect(warning.metadata["hb.request.id"] != nil)
             }
         }
     }

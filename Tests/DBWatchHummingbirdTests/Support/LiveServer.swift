@@ -54,10 +54,11 @@ final class LiveServer: Sendable {
     static func with<T: Sendable>(
         kind: DatabaseKind = .queue,
         configuration: LiveQueriesConfiguration = testConfiguration(),
+        logs: LogRecorder? = nil,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
-        var logger = Logger(label: "DBWatchHummingbirdTests")
-        logger.logLevel = .error
+        var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
+        if logs == nil { logger.logLevel = .error }
         let database = try await kind.makeDatabase()
         let live = LiveQueries(database, configuration: configuration, logger: logger)
         let router = Router(context: BasicWebSocketRequestContext.self)
