@@ -37,7 +37,8 @@ final class ClientMailbox: Sendable {
         var waiter: CheckedContinuation<Next, Never>?
         var killed = false
         var killWaiter: CheckedContinuation<Void, Never>?
-        var killWaitCancelled = false
+        /// The write loop ended, or the waiting task was cancelled.
+        var stopWaiting = false
         var writeStartedAt: ContinuousClock.Instant?
         var lastActivity: ContinuousClock.Instant
     }
@@ -142,20 +143,25 @@ final class ClientMailbox: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state in
-                    if state.killed || state.killWaitCancelled { return true }
+                    if state.killed || state.stopWaiting { return true }
                     state.killWaiter = continuation
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
-                state.killWaitCancelled = true
-                defer { state.killWaiter = nil }
-                return state.killWaiter
-            }
-            waiter?.resume()
+            stopWaiting()
         }
+    }
+
+    /// Ends ``waitUntilKilled()`` without killing.
+    private func stopWaiting() {
+        let waiter = state.withLock { state in
+            state.stopWaiting = true
+            defer { state.killWaiter = nil }
+            return state.killWaiter
+        }
+        waiter?.resume()
     }
 
     func writeStarted() {
@@ -247,8 +253,11 @@ final class ClientMailbox: Sendable {
         counters: LiveQueriesCounters,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) async throws {
+        // The loop runs in a child task so that a kill can cancel its
+        // blocked write; this task waits for the kill or the loop's end.
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
+                defer { self.stopWaiting() }
                 while true {
                     switch await self.next() {
                     case .frame(let frame):
@@ -263,12 +272,8 @@ final class ClientMailbox: Sendable {
                     }
                 }
             }
-            group.addTask {
-                await self.waitUntilKilled()
-                // Killed: the loop's write, if blocked, is cancelled with the group.
-                if self.state.withLock({ $0.killed }) { throw CancellationError() }
-            }
-            defer { group.cancelAll() }
+            await waitUntilKilled()
+            if state.withLock({ $0.killed }) { group.cancelAll() }
             try await group.next()
         }
     }
