@@ -79,14 +79,18 @@ extension LiveQueries {
                     logger.debug("Live query WebSocket request", metadata: ["request": "\(request)"])
                 }
             }
-            try await withGracefulShutdownHandler {
-                try await client.run(
-                    keepAlive: nil, bytes: \.webSocketMessage, counters: counters,
-                    write: { buffer in
-                        try await outbound.withTextMessageWriter { write in try await write(buffer) }
-                    })
-            } onGracefulShutdown: {
-                client.finish(.shutdown)
+            do {
+                try await withGracefulShutdownHandler {
+                    try await client.run(
+                        keepAlive: nil, bytes: \.webSocketMessage, counters: counters,
+                        write: { buffer in
+                            try await outbound.withTextMessageWriter { write in try await write(buffer) }
+                        })
+                } onGracefulShutdown: {
+                    client.finish(.shutdown)
+                }
+            } catch  where client.finishReason == .disconnected {
+                // The client closed the connection: not an error of the handler.
             }
             group.cancelAll()
         }
