@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import DBWatch
 
 /// One connected client: at most one pending frame (latest wins), and what
 /// ends its stream (disconnect, stall, shutdown, closed database).
@@ -43,13 +43,13 @@ final class ClientMailbox: Sendable {
         var lastActivity: ContinuousClock.Instant
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Whether idle periods produce keep-alive comments (server-sent events).
     let keepsAlive: Bool
 
     init(skipDigest: UInt64?, keepsAlive: Bool) {
         self.keepsAlive = keepsAlive
-        state = Mutex(State(skipDigest: skipDigest, lastActivity: .now))
+        state = Locked(State(skipDigest: skipDigest, lastActivity: .now))
     }
 
     var finishReason: Finish? { state.withLock { $0.finish } }

@@ -3,7 +3,6 @@ import Foundation
 import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 extension LiveQueries {
     /// Serves live values of `R` on a WebSocket: the client sends the
@@ -99,5 +98,5 @@ extension LiveQueries {
 
 /// The shared observation a WebSocket client is subscribed to now.
 final class SubscriptionSlot: Sendable {
-    let observation = Mutex<SharedObservation?>(nil)
+    let observation = Locked<SharedObservation?>(nil)
 }

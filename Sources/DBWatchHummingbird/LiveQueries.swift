@@ -72,7 +72,7 @@ public final class LiveQueries: Service, Sendable {
     /// ```
     public let logger: Logger
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let counters = LiveQueriesCounters()
     private let versions = Atomic<UInt64>(0)
 

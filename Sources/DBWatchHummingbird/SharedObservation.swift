@@ -1,4 +1,4 @@
-import Synchronization
+import DBWatch
 
 /// What clients share: an equal request and an equal scope.
 struct SharingKey: Hashable, @unchecked Sendable {
@@ -20,7 +20,7 @@ final class SharedObservation: Sendable {
     }
 
     let key: SharingKey
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(key: SharingKey) {
         self.key = key

@@ -115,7 +115,9 @@ struct LifetimeTests {
     @Test func slowClientHoldsOnePendingValueAndIsDisconnected() async throws {
         let configuration = {
             var configuration = testConfiguration()
-            configuration.stalledClientTimeout = .milliseconds(300)
+            // Long enough for values to pile up behind the blocked write first,
+            // also under the thread sanitizer.
+            configuration.stalledClientTimeout = .seconds(2)
             return configuration
         }()
         try await withTimeout {
@@ -140,6 +142,7 @@ struct LifetimeTests {
     private func fillUntilBlocked(_ server: LiveServer) async throws {
         var round = 0
         while server.live.statistics.valuesSkipped == 0 {
+            try #require(server.live.statistics.clientsStalled == 0, "the client stalled before a value piled up")
             round += 1
             try #require(round < 2_000, "the client's writes never blocked")
             let text = String(repeating: "\(round % 10)", count: 256 * 1024)

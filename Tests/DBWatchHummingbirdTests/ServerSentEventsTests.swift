@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DBWatch
 import DBWatchHummingbird
 import Testing
@@ -154,6 +155,58 @@ struct ServerSentEventsTests {
                 for stream in streams { ids.insert(try #require(try await stream.nextEvent().id)) }
                 #expect(ids.count == 1)
                 #expect(server.live.statistics.fetches == fetchesBefore + 1)
+            }
+        }
+    }
+
+    @Test func oneFetchPerChangeReachesAHundredClients() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 200
+        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let clients = 100
+        // AsyncHTTPClient requires a shutdown before its client goes away.
+        do {
+            try await fanOut(to: clients, httpClient: httpClient)
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        try await httpClient.shutdown()
+    }
+
+    private func fanOut(to clients: Int, httpClient: HTTPClient) async throws {
+        try await withTimeout {
+            try await LiveServer.with { server in
+                let url = "\(server.baseURL)/top/events"
+                let (firsts, firstContinuation) = AsyncStream.makeStream(of: Void.self)
+                let (ids, idContinuation) = AsyncStream.makeStream(of: String?.self)
+                let readers = (0..<clients).map { _ in
+                    Task {
+                        let stream = try await EventStream.open(url, client: httpClient)
+                        _ = try await stream.nextEvent()
+                        firstContinuation.yield()
+                        idContinuation.yield(try await stream.nextEvent().id)
+                        while try await stream.next() != nil {}
+                    }
+                }
+                var firstIterator = firsts.makeAsyncIterator()
+                for _ in 0..<clients { await firstIterator.next() }
+                #expect(server.live.statistics.clientsConnected == clients)
+                #expect(server.live.statistics.observations == 1)
+                let fetchesBefore = server.live.statistics.fetches
+
+                _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
+                var received: Set<String?> = []
+                var idIterator = ids.makeAsyncIterator()
+                for _ in 0..<clients { received.insert(await idIterator.next() ?? nil) }
+                #expect(received.count == 1)
+                #expect(received.first != nil)
+                #expect(server.live.statistics.fetches == fetchesBefore + 1)
+
+                for reader in readers { reader.cancel() }
+                try await waitUntil {
+                    server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
+                }
             }
         }
     }

@@ -29,13 +29,15 @@ final class EventStream {
     }
 
     /// Opens `url`, sending `Last-Event-ID` when given.
-    static func open(_ url: String, lastEventID: String? = nil) async throws -> EventStream {
+    static func open(
+        _ url: String, lastEventID: String? = nil, client: HTTPClient = .shared
+    ) async throws -> EventStream {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "text/event-stream")
         // The server closes the connection after a stream: not one to reuse.
         request.headers.add(name: "Connection", value: "close")
         if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(3600))
+        let response = try await client.execute(request, timeout: .seconds(3600))
         return EventStream(response: response)
     }
 

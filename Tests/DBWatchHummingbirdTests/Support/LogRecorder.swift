@@ -1,5 +1,5 @@
 import Logging
-import Synchronization
+import DBWatch
 
 /// One recorded log message, with the logger's metadata merged in.
 struct LogEntry: Sendable {
@@ -10,7 +10,7 @@ struct LogEntry: Sendable {
 
 /// Keeps every message of the loggers it makes.
 final class LogRecorder: Sendable {
-    private let entries = Mutex<[LogEntry]>([])
+    private let entries = Locked<[LogEntry]>([])
 
     var all: [LogEntry] { entries.withLock { $0 } }
 

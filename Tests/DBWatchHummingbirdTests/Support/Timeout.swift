@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import DBWatch
 
 /// A test step that did not finish in time.
 struct TimeoutError: Error, CustomStringConvertible {
@@ -16,7 +16,7 @@ let defaultTestTimeout: Double = 60
 func withTimeout<T: Sendable>(
     seconds: Double = defaultTestTimeout, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let slot = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    let slot = Locked<CheckedContinuation<T, any Error>?>(nil)
     let take: @Sendable () -> CheckedContinuation<T, any Error>? = {
         slot.withLock { continuation in
             defer { continuation = nil }
