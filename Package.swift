@@ -37,6 +37,7 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -59,7 +60,10 @@ let package = Package(
         ),
         .testTarget(
             name: "DBWatchTests",
-            dependencies: ["DBWatch", "CSQLite", "CFaultInjection"]
+            dependencies: [
+                "DBWatch", "CSQLite", "CFaultInjection",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "DBWatchHummingbirdTests",

@@ -96,7 +96,7 @@ struct LifetimeTests {
             try await LiveServer.with { server in
                 let stream = try await EventStream.open("\(server.baseURL)/top/events")
                 _ = try await stream.nextEvent()
-                server.database.close()
+                await server.database.close()
                 let error = try await stream.nextEvent()
                 #expect(error.event == "error")
                 #expect(try error.decode(ErrorJSON.self).code == 21)

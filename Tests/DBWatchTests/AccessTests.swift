@@ -188,8 +188,9 @@ struct AccessTests {
             let database: any DatabaseWriter =
                 kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
             _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
-            database.close()
-            database.close()  // idempotent
+            database.closeBlocking()
+            database.closeBlocking()  // idempotent
+            await database.close()  // also the async form
             do {
                 _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
                 Issue.record("expected an error")

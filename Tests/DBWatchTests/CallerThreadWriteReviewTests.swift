@@ -13,7 +13,10 @@ extension CallerThreadWriteTests {
                 // close() waits on the queue's condition for the worker to exit;
                 // the worker waits on the same condition for the claim to end. The
                 // end of the claim must wake the worker, not only the closer.
-                let database = try await makeDatabase(kind, in: directory)
+                // (Within the grace period, long here: the write waits for the test.)
+                var configuration = Configuration()
+                configuration.closeGracePeriod = .seconds(60)
+                let database = try await makeDatabase(kind, in: directory, configuration: configuration)
                 let jobs = writerJobs(of: database)
                 let before = jobs.claimedAccessCount
                 let claimed = Gate()
@@ -66,7 +69,7 @@ extension CallerThreadWriteTests {
                 }
             }
             #expect(pthread_equal(thread, writer) != 0)
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -105,7 +108,7 @@ extension CallerThreadWriteTests {
             try reader.execute(sql: "COMMIT")
             try await withTimeout { try await write.value }
             reader.close()
-            database.close()
+            await database.close()
         }
     }
 
@@ -121,7 +124,7 @@ extension CallerThreadWriteTests {
                 try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout")
             }
             #expect(timeout == 12345)
-            database.close()
+            await database.close()
         }
     }
 
@@ -141,7 +144,7 @@ extension CallerThreadWriteTests {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
             }
             #expect(jobs.claimedAccessCount - before == 1)
-            database.close()
+            await database.close()
         }
     }
 
@@ -189,7 +192,7 @@ extension CallerThreadWriteTests {
             #expect(counts == counts.sorted())
             #expect(jobs.claimedAccessCount > before)
             observing.cancel()
-            database.close()
+            await database.close()
         }
     }
 
@@ -223,7 +226,7 @@ extension CallerThreadWriteTests {
             try await recorder.wait { $0.last?.value == 1 }
             #expect(!recorder.values.contains { $0.value == 2 })
             observing.cancel()
-            database.close()
+            await database.close()
         }
     }
 }

@@ -9,12 +9,14 @@ struct CallerThreadWriteTests {
     static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
     /// `memory`: an in-memory queue; `file`: a queue on a file; `pool`: a pool.
-    func makeDatabase(_ kind: String, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+    func makeDatabase(
+        _ kind: String, in directory: TemporaryDirectory, configuration: Configuration = Configuration()
+    ) async throws -> any DatabaseWriter {
         let database: any DatabaseWriter
         switch kind {
-        case "memory": database = try DatabaseQueue()
-        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"))
-        default: database = try DatabasePool(path: directory.file("pool.sqlite"))
+        case "memory": database = try DatabaseQueue(configuration: configuration)
+        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"), configuration: configuration)
+        default: database = try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
         }
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
         if kind != "file" { try await waitUntilIdle(database) }
@@ -68,7 +70,7 @@ struct CallerThreadWriteTests {
                 #expect(jobs.claimedAccessCount - before == 100)
                 #expect(onWritersThread == 0)
             }
-            database.close()
+            await database.close()
         }
     }
 
@@ -89,7 +91,7 @@ struct CallerThreadWriteTests {
             }
             #expect(threads.allSatisfy { pthread_equal($0, writer) != 0 })
             #expect(writerJobs(of: database).claimedAccessCount == 0)
-            database.close()
+            await database.close()
         }
     }
 
@@ -127,7 +129,7 @@ struct CallerThreadWriteTests {
                 try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
             }
             #expect(values == ["first", "second"])
-            database.close()
+            await database.close()
         }
     }
 
@@ -159,7 +161,7 @@ struct CallerThreadWriteTests {
             }
             #expect(values == ["other", "pool"])
             other.close()
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -191,7 +193,7 @@ struct CallerThreadWriteTests {
             let count = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
             #expect(count == 0)
             #expect(jobs.claimedAccessCount - before == 2)
-            database.close()
+            await database.close()
         }
     }
 
@@ -224,7 +226,7 @@ struct CallerThreadWriteTests {
                 let reopened = try DatabasePool(path: directory.file("pool.sqlite"))
                 let values = try await reopened.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
                 #expect(values == ["last"])
-                reopened.close()
+                await reopened.close()
             }
         }
     }
@@ -264,7 +266,7 @@ struct CallerThreadWriteTests {
             }
             #expect(pool.writerJobs.deferredCheckpointCount == deferred)
             #expect(largestHostedWAL < 1300 * pageSize)
-            pool.close()
+            await pool.close()
         }
     }
 }

@@ -43,7 +43,7 @@ struct ChangeTrackingTrapTests {
             try await values.wait { $0.last?.value == 2 }
             try await pool.write { db in try db.execute(sql: "DELETE FROM t") }
             try await values.wait { $0.last?.value == 0 }
-            pool.close()
+            await pool.close()
         }
     }
 

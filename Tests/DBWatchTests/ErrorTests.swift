@@ -127,3 +127,125 @@ struct ErrorTests {
         #expect(throws: SQLiteError.self) { try DatabasePool(path: ":memory:") }
     }
 }
+
+/// What a server branches on to choose a response: a closed database, a
+/// busy or locked one, a constraint, a full disk.
+@Suite("Recognising errors")
+struct ErrorKindTests {
+    @Test func errorsAreEqualWhenAllTheirPropertiesAre() {
+        let busy = SQLiteError(code: .busy, message: "database is locked", sql: "BEGIN IMMEDIATE")
+        #expect(busy == SQLiteError(code: .busy, message: "database is locked", sql: "BEGIN IMMEDIATE"))
+        #expect(busy != SQLiteError(code: .busy, message: "database is locked"))
+        #expect(busy != SQLiteError(code: .locked, message: "database is locked", sql: "BEGIN IMMEDIATE"))
+        #expect(
+            SQLiteError(code: .error, message: "x", sql: "SELECT", offset: 1)
+                != SQLiteError(code: .error, message: "x", sql: "SELECT", offset: 2))
+        let set: Set<SQLiteError> = [busy, busy, SQLiteError(code: .full)]
+        #expect(set.count == 2)
+    }
+
+    @Test func kindsFollowThePrimaryCode() {
+        let busyOrLocked: [ResultCode] = [
+            .busy, .locked, ResultCode(rawValue: 261 /* BUSY_RECOVERY */),
+            ResultCode(rawValue: 517 /* BUSY_SNAPSHOT */),
+            ResultCode(rawValue: 773 /* BUSY_TIMEOUT */), ResultCode(rawValue: 262 /* LOCKED_SHAREDCACHE */),
+        ]
+        for code in busyOrLocked {
+            let error = SQLiteError(code: code)
+            #expect(error.isBusyOrLocked, "\(code.rawValue)")
+            #expect(!error.isConstraintViolation && !error.isDiskFull && !error.isDatabaseClosed)
+        }
+        for code: ResultCode in [.constraint, .constraintUnique, .constraintForeignKey, .constraintNotNull] {
+            #expect(SQLiteError(code: code).isConstraintViolation, "\(code.rawValue)")
+            #expect(!SQLiteError(code: code).isBusyOrLocked)
+        }
+        #expect(SQLiteError(code: .full).isDiskFull)
+        #expect(!SQLiteError(code: .ioError).isDiskFull)
+        // "database is closed" is a misuse with that message; other misuses are not.
+        #expect(SQLiteError(code: .misuse, message: "database is closed").isDatabaseClosed)
+        #expect(!SQLiteError(code: .misuse, message: "bad parameter or other API misuse").isDatabaseClosed)
+        #expect(!SQLiteError(code: .busy, message: "database is closed").isDatabaseClosed)
+    }
+
+    @Test func realFailuresAreRecognised() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: playerSchema + "CREATE TABLE blob (b BLOB)") }
+            try await queue.write { db in try db.execute(sql: "INSERT INTO player (id, name) VALUES (1, 'a')") }
+
+            // A constraint.
+            await #expect {
+                try await queue.write { db in try db.execute(sql: "INSERT INTO player (id, name) VALUES (1, 'b')") }
+            } throws: { error in
+                (error as? SQLiteError)?.isConstraintViolation == true
+            }
+
+            // Busy: another connection holds the write lock longer than the busy timeout.
+            var impatient = Configuration()
+            impatient.busyTimeout = .zero
+            let other = try DatabaseQueue(path: path, configuration: impatient)
+            let holding = Gate()
+            let release = Gate()
+            // From a thread of its own: a write on an idle writer runs on
+            // the caller's thread, and this one blocks.
+            let holder = Task(executorPreference: DedicatedThreadExecutor()) {
+                try await queue.write { db in
+                    try db.execute(sql: "INSERT INTO player (name) VALUES ('holder')")
+                    holding.open()
+                    release.blockingWait()
+                }
+            }
+            try await withTimeout { await holding.wait() }
+            await #expect {
+                try await other.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES ('other')") }
+            } throws: { error in
+                (error as? SQLiteError)?.isBusyOrLocked == true
+            }
+            release.open()
+            try await withTimeout { try await holder.value }
+
+            // A full database: a page limit stands for the disk.
+            try await queue.writeWithoutTransaction { db in
+                _ = try db.fetchOne(Int.self, sql: "PRAGMA max_page_count = 8")
+            }
+            await #expect {
+                try await queue.write { db in try db.execute(sql: "INSERT INTO blob VALUES (zeroblob(1000000))") }
+            } throws: { error in
+                (error as? SQLiteError)?.isDiskFull == true
+            }
+
+            // Closed.
+            await other.close()
+            await queue.close()
+            await #expect {
+                _ = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM player") }
+            } throws: { error in
+                (error as? SQLiteError)?.isDatabaseClosed == true
+            }
+        }
+    }
+
+    @Test func aReplacedFileIsRecognisedByItsType() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("db.sqlite")
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: playerSchema) }
+            try FileManager.default.removeItem(atPath: path)
+            var caught: [DatabaseFileReplacedError] = []
+            for name in ["lost", "lost again"] {
+                do {
+                    try await queue.write { db in
+                        try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: [name])
+                    }
+                } catch let error as DatabaseFileReplacedError {
+                    caught.append(error)
+                }
+            }
+            #expect(caught.count == 2)
+            #expect(caught.first?.path.hasSuffix("/db.sqlite") == true)
+            #expect(Set(caught).count == 1)
+            await queue.close()
+        }
+    }
+}

@@ -115,6 +115,131 @@ struct ExternalChangeTests {
         }
     }
 
+    enum Kind: String, CaseIterable, Sendable {
+        case queue, pool
+    }
+
+    /// A file database of `kind` in WAL mode with detection on and a 30 s
+    /// poll: a commit that inotify misses shows as a timeout.
+    static func walWithSlowPoll(_ kind: Kind, pollInterval: Duration = .seconds(30)) -> (String) throws ->
+        any DatabaseWriter
+    {
+        { path in
+            var configuration = Configuration()
+            configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: pollInterval)
+            switch kind {
+            case .queue: return try DatabaseQueue(path: path, configuration: configuration)
+            case .pool: return try DatabasePool(path: path, configuration: configuration)
+            }
+        }
+    }
+
+    /// A long-lived writer in another process (one `sqlite3` connection kept
+    /// open) committing a small insert every 20 ms while the cores are busy:
+    /// every commit reaches the observation through inotify, long before the
+    /// 30 s poll. Its WAL write wakes the check before the commit shows in the
+    /// `-shm` index, and a busy machine keeps the writer off a core in between
+    /// for milliseconds: the check repeats while the writer holds its lock.
+    @Test(arguments: Kind.allCases)
+    func spacedCommitsOfAKeptConnectionUnderLoad(kind: Kind) async throws {
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "PRAGMA journal_mode = WAL; CREATE TABLE t (v)",
+            open: Self.walWithSlowPoll(kind)
+        ) { watched in
+            let session = try SQLiteShell.Session(database: watched.path)
+            defer { session.kill() }
+            var missed: Int?
+            try await withCPULoad(threads: 2 * ProcessInfo.processInfo.activeProcessorCount) {
+                for commit in 1...40 {
+                    try await session.send("INSERT INTO t VALUES (\(commit));")
+                    do {
+                        try await watched.values.wait(seconds: 2) { $0.last?.value == commit }
+                    } catch is TimeoutError {
+                        missed = commit
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(20))  // the other process's pace
+                }
+            }
+            #expect(missed == nil, "commit \(missed ?? 0) of 40 not seen within 2 s (poll: 30 s)")
+        }
+    }
+
+    /// A writer that keeps its lock in an open transaction after writing to
+    /// the WAL (pages spilled from a small cache) is followed for the poll
+    /// interval at most, not as long as it waits; its commit is then seen.
+    @Test func anOpenTransactionIsFollowedForThePollIntervalAtMost() async throws {
+        try await Self.watching(
+            IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)",
+            open: Self.walWithSlowPoll(.pool, pollInterval: .milliseconds(300))
+        ) { watched in
+            let monitor = try #require((watched.database as! DatabasePool).externalChangeMonitor)
+            let session = try SQLiteShell.Session(database: watched.path)
+            defer { session.kill() }
+            try await session.send(
+                """
+                PRAGMA cache_size = 1;
+                BEGIN;
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20000) INSERT INTO t SELECT x FROM c;
+                """)
+            #expect(WALWriteLock.state(databasePath: watched.path) == .held)
+            #expect(monitor.followStepCount > 0)
+            // Followed every 64 ms for 300 ms; then nothing, polls aside.
+            try await Task.sleep(for: .seconds(1))
+            let steps = monitor.followStepCount
+            let checks = monitor.checkCount
+            try await Task.sleep(for: .seconds(1))
+            #expect(monitor.followStepCount == steps)
+            #expect(monitor.checkCount - checks <= 5)
+            try await session.send("COMMIT;")
+            try await watched.values.wait { $0.last?.value == 20000 }
+        }
+    }
+
+    /// The lock table says whether a connection of another process is inside
+    /// a write transaction of a WAL database.
+    @Test func theWALWriteLockOfAnotherProcessIsSeen() async throws {
+        try await Self.watching(IntRequest("SELECT count(*) FROM t"), schema: "CREATE TABLE t (v)") { watched in
+            #expect(WALWriteLock.state(databasePath: watched.path) == .free)
+            let session = try SQLiteShell.Session(database: watched.path)
+            defer { session.kill() }
+            try await session.send("BEGIN IMMEDIATE;")
+            #expect(WALWriteLock.state(databasePath: watched.path) == .held)
+            #expect(WALWriteLock.state(databasePath: watched.path, lockTable: "/nonexistent/locks") == .unknown)
+            try await session.send("COMMIT;")
+            #expect(WALWriteLock.state(databasePath: watched.path) == .free)
+            #expect(WALWriteLock.state(databasePath: watched.path + ".none") == .free)
+        }
+    }
+
+    @Test func lockTableLines() {
+        func table(_ lines: String...) -> [UInt8] { Array(lines.joined(separator: "\n").utf8) }
+        let inode: UInt64 = 5_333_868
+        #expect(
+            WALWriteLock.isWriteLocked(inode: inode, in: table("1: POSIX  ADVISORY  WRITE 4207 fe:00:5333868 120 120")))
+        #expect(WALWriteLock.isWriteLocked(inode: inode, in: table("7: OFDLCK ADVISORY  WRITE -1 00:2f:5333868 0 EOF")))
+        #expect(
+            WALWriteLock.isWriteLocked(
+                inode: inode,
+                in: table(
+                    "1: FLOCK  ADVISORY  WRITE 28709 fe:00:16220193 0 EOF",
+                    "2: POSIX  ADVISORY  WRITE 4207 fe:00:5333868 118 127", "")))
+        // Another byte, another file, a read lock, a waiting request.
+        #expect(
+            !WALWriteLock.isWriteLocked(inode: inode, in: table("1: POSIX  ADVISORY  WRITE 4207 fe:00:5333868 123 123"))
+        )
+        #expect(
+            !WALWriteLock.isWriteLocked(
+                inode: inode, in: table("1: POSIX  ADVISORY  WRITE 4207 fe:00:15333868 120 120")))
+        #expect(
+            !WALWriteLock.isWriteLocked(inode: inode, in: table("1: POSIX  ADVISORY  READ  4207 fe:00:5333868 120 120"))
+        )
+        #expect(
+            !WALWriteLock.isWriteLocked(
+                inode: inode, in: table("1: -> POSIX  ADVISORY  WRITE 4207 fe:00:5333868 120 120")))
+        #expect(!WALWriteLock.isWriteLocked(inode: inode, in: table("garbage", "1: POSIX", "")))
+    }
+
     @Test func killedWriterNeverShowsHalfAState() async throws {
         try await Self.watching(
             IntRequest("SELECT sum(v) FROM t"), schema: "CREATE TABLE t (v); INSERT INTO t VALUES (1)"

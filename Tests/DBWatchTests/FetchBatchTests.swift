@@ -84,7 +84,7 @@ struct FetchBatchTests {
 
         func commitDidTouchRegion() -> Bool { true }
         func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
-        func fetchFailed(_ error: any Error) -> Bool { false }
+        func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
         func deliver(_ error: any Error) {}
         func endBecauseDatabaseClosed() {}
     }

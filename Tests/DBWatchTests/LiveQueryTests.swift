@@ -46,7 +46,7 @@ struct LiveQueryTests {
         let consumer = Task { for await names in live.values { recorder.append(names) } }
         try await waitUntil { live.subscriberCount == 1 && queue.observationCount == 1 }
         try await recorder.wait { $0.last == [] }
-        queue.close()
+        await queue.close()
         // run() returns, the subscribers' loops end, and the error says why.
         try await withTimeout { await runner.value }
         try await withTimeout { await consumer.value }
@@ -149,5 +149,253 @@ struct LiveQueryTests {
         try await recorder.wait(forCount: 1)
         let running = try await queue.explain(PlayerNames())
         #expect(running.statistics?.fetches == 1)
+    }
+}
+
+/// `LiveQuery` for servers: subscribers see fetched values only, errors
+/// when they ask, observe on demand without `run()`, and end on `finish()`.
+@Suite("LiveQuery subscribers: fetched values, results, on demand, finish")
+struct LiveQuerySubscriberTests {
+    enum Kind: String, CaseIterable, Sendable {
+        case queue, pool
+    }
+
+    /// Names by prefix, whose fetches wait for `release` (on a connection
+    /// thread, never a cooperative one); `["(loading)"]` before a fetch.
+    struct GatedNames: Queryable {
+        static let defaultValue: [String] = ["(loading)"]
+        let release: Gate
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.release === rhs.release }
+        func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(release)) }
+        func fetch(_ db: Database) throws -> [String] {
+            release.blockingWait()
+            return try db.fetchAll(String.self, sql: "SELECT name FROM player ORDER BY name")
+        }
+    }
+
+    static func open(_ kind: Kind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+        let database: any DatabaseWriter =
+            switch kind {
+            case .queue: try DatabaseQueue()
+            case .pool: try DatabasePool(path: directory.file("db.sqlite"))
+            }
+        try await database.write { db in try db.execute(sql: playerSchema) }
+        return database
+    }
+
+    static func insert(_ names: String..., into database: any DatabaseWriter) async throws {
+        try await database.write { db in
+            for name in names { try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: [name]) }
+        }
+    }
+
+    @Test(arguments: Kind.allCases, [false, true])
+    func aSubscriberBeforeTheFirstFetchWaitsForIt(kind: Kind, running: Bool) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            try await Self.insert("ann", into: database)
+            let release = Gate()
+            let live = LiveQuery(GatedNames(release: release), in: database)
+            let runner = running ? Task { await live.run() } : nil
+            defer { runner?.cancel() }
+            let values = ValueRecorder<[String]>()
+            let results = ValueRecorder<Result<[String], any Error>>()
+            let consumers = [
+                Task { for await names in live.values { values.append(names) } },
+                Task { for await result in live.results { results.append(result) } },
+            ]
+            defer { for consumer in consumers { consumer.cancel() } }
+            // Both subscribed, the first fetch runs: nothing delivered yet.
+            try await waitUntil { live.subscriberCount == 2 && database.observationCount == 1 }
+            #expect(live.value == ["(loading)"])
+            #expect(live.fetchedValue == nil)
+            #expect(values.values.isEmpty && results.values.isEmpty)
+            release.open()
+            try await values.wait { $0 == [["ann"]] }
+            try await results.wait { $0.count == 1 }
+            #expect(results.values.first?.value == ["ann"])
+            #expect(live.fetchedValue == ["ann"])
+            // A subscriber joining now gets the fetched value at once.
+            let late = try await withTimeout { () async -> [String]? in
+                var iterator = live.values.makeAsyncIterator()
+                return await iterator.next()
+            }
+            #expect(late == ["ann"])
+        }
+    }
+
+    /// A fetched value equal to `defaultValue` is delivered: it is a fact.
+    @Test(arguments: Kind.allCases)
+    func aFetchedValueEqualToTheDefaultIsDelivered(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            let live = LiveQuery(IntRequest("SELECT count(*) FROM player"), in: database)
+            #expect(live.fetchedValue == nil)
+            let first = try await withTimeout { () async -> Int? in
+                for await count in live.values { return count }
+                return nil
+            }
+            #expect(first == 0)
+            #expect(live.fetchedValue == 0)
+        }
+    }
+
+    @Test(arguments: Kind.allCases)
+    func resultsDeliverErrorsAndRecoveryValuesSkipThem(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            let live = LiveQuery(IntRequest("SELECT count(*) FROM missing"), in: database)
+            let values = ValueRecorder<Int>()
+            let results = ValueRecorder<Result<Int, any Error>>()
+            let consumers = [
+                Task { for await count in live.values { values.append(count) } },
+                Task { for await result in live.results { results.append(result) } },
+            ]
+            try await results.wait(forCount: 1)
+            #expect(results.values[0].value == nil)
+            #expect(live.error != nil && live.fetchedValue == nil)
+
+            try await database.write { db in try db.execute(sql: "CREATE TABLE missing (a)") }
+            try await results.wait { $0.count == 2 }
+            try await database.write { db in try db.execute(sql: "INSERT INTO missing VALUES (1)") }
+            try await results.wait { $0.count == 3 }
+            try await database.write { db in try db.execute(sql: "DROP TABLE missing") }
+            try await results.wait { $0.count == 4 }
+            // Recovering to a value equal to the last one: results say so, values do not repeat it.
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE missing (a); INSERT INTO missing VALUES (1)")
+            }
+            try await results.wait { $0.count == 5 }
+            #expect(results.values.map(\.value) == [nil, 0, 1, nil, 1])
+            #expect(values.values == [0, 1])
+            #expect(live.error == nil && live.value == 1)
+
+            // A subscriber joining while fetches fail gets the error at once.
+            try await database.write { db in try db.execute(sql: "DROP TABLE missing") }
+            try await results.wait { $0.count == 6 }
+            let late = try await withTimeout { () async -> Result<Int, any Error>? in
+                var iterator = live.results.makeAsyncIterator()
+                return await iterator.next()
+            }
+            #expect(late?.value == nil && late != nil)
+
+            // finish() ends both loops, the values one waiting for a value.
+            live.finish()
+            try await withTimeout { for consumer in consumers { await consumer.value } }
+            #expect(live.subscriberCount == 0)
+            try await waitUntil { database.observationCount == 0 }
+        }
+    }
+
+    /// Without `run()`, the live query observes while it has subscribers:
+    /// the last one leaving stops it, and a new one starts it again with a
+    /// fresh value, never the one held from before.
+    @Test(arguments: Kind.allCases)
+    func withoutRunItObservesWhileItHasSubscribers(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            try await Self.insert("ann", into: database)
+            let live = LiveQuery(PlayerNames(), in: database)
+            #expect(database.observationCount == 0)
+            let recorder = ValueRecorder<[String]>()
+            let consumer = Task { for await names in live.values { recorder.append(names) } }
+            try await recorder.wait { $0 == [["ann"]] }
+            try await Self.insert("bob", into: database)
+            try await recorder.wait { $0.last == ["ann", "bob"] }
+            consumer.cancel()
+            try await waitUntil { database.observationCount == 0 && live.subscriberCount == 0 }
+
+            // Not observed meanwhile: the next subscriber waits for a fresh fetch.
+            try await Self.insert("cat", into: database)
+            #expect(live.value == ["ann", "bob"])
+            let first = try await withTimeout { () async -> [String]? in
+                for await names in live.values { return names }
+                return nil
+            }
+            #expect(first == ["ann", "bob", "cat"])
+            try await waitUntil { database.observationCount == 0 }
+
+            // A request change while nobody observes starts nothing.
+            live.request = PlayerNames()
+            #expect(database.observationCount == 0)
+        }
+    }
+
+    @Test(arguments: Kind.allCases)
+    func finishEndsRunAndSubscribersAndRunStartsAgain(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            try await Self.insert("ann", into: database)
+            let live = LiveQuery(PlayerNames(), in: database)
+            let runner = Task { await live.run() }
+            let recorder = ValueRecorder<[String]>()
+            let consumers = (0..<3).map { _ in Task { for await names in live.values { recorder.append(names) } } }
+            try await recorder.wait { $0.count == 3 }
+            try await waitUntil { live.subscriberCount == 3 }
+            live.finish()
+            try await withTimeout { await runner.value }
+            try await withTimeout { for consumer in consumers { await consumer.value } }
+            #expect(live.subscriberCount == 0)
+            try await waitUntil { database.observationCount == 0 }
+            // Ended: a subscriber gets the last value and the end, and observes nothing.
+            let late = try await withTimeout { () async -> [[String]] in
+                var received: [[String]] = []
+                for await names in live.values { received.append(names) }
+                return received
+            }
+            #expect(late == [["ann"]])
+            #expect(database.observationCount == 0)
+            live.finish()  // idempotent
+
+            // run() starts it again.
+            let again = Task { await live.run() }
+            try await Self.insert("bob", into: database)
+            try await waitUntil { live.value == ["ann", "bob"] }
+            again.cancel()
+            try await withTimeout { await again.value }
+            try await waitUntil { database.observationCount == 0 }
+        }
+    }
+
+    /// `finish()` before anything ran: subscribers never wait, and get no default.
+    @Test func finishBeforeAnyFetchEndsSubscribersWithNothing() async throws {
+        let queue = try await makePlayerQueue()
+        let live = LiveQuery(NameSearch(prefix: ""), in: queue)
+        live.finish()
+        let received = try await withTimeout { () async -> [[String]] in
+            var received: [[String]] = []
+            for await names in live.values { received.append(names) }
+            return received
+        }
+        #expect(received.isEmpty)
+        #expect(queue.observationCount == 0)
+    }
+
+    /// A database that closes ends subscribers of a live query that never
+    /// ran; the results form ends with the closed error.
+    @Test(arguments: Kind.allCases)
+    func closingTheDatabaseEndsOnDemandSubscribers(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await Self.open(kind, in: directory)
+            let live = LiveQuery(PlayerNames(), in: database)
+            let values = ValueRecorder<[String]>()
+            let results = ValueRecorder<Result<[String], any Error>>()
+            let consumers = [
+                Task { for await names in live.values { values.append(names) } },
+                Task { for await result in live.results { results.append(result) } },
+            ]
+            try await values.wait(forCount: 1)
+            try await results.wait(forCount: 1)
+            await database.close()
+            try await withTimeout { for consumer in consumers { await consumer.value } }
+            #expect(values.values == [[]])
+            let last = try #require(results.values.last)
+            if case .failure(let error as SQLiteError) = last {
+                #expect(error.isDatabaseClosed)
+            } else {
+                Issue.record("expected the closed error last: \(results.values)")
+            }
+            #expect((live.error as? SQLiteError)?.isDatabaseClosed == true)
+        }
     }
 }

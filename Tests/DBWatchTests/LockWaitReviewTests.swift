@@ -121,7 +121,7 @@ extension LockWaitReviewTests {
             }
             // The pool still reads once the lock is free.
             #expect(try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
-            pool.close()
+            await pool.close()
             holder.close()
         }
     }

@@ -38,7 +38,7 @@ struct LockWaitTests {
             }
             #expect(values == ["holder", "queue"])
             holder.close()
-            queue.close()
+            await queue.close()
         }
     }
 
@@ -56,7 +56,7 @@ struct LockWaitTests {
             }
             #expect(waiting.isOpen)
             holder.close()
-            queue.close()
+            await queue.close()
         }
     }
 
@@ -85,7 +85,7 @@ struct LockWaitTests {
             let count = try await queue.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
             #expect(count == 0)
             holder.close()
-            queue.close()
+            await queue.close()
         }
     }
 }
@@ -139,6 +139,6 @@ extension LockWaitTests {
         }
         let result = try #require(outcome, "cancelling did not end the wait")
         #expect(throws: CancellationError.self) { try result.get() }
-        (try? result.get())?.close()
+        await (try? result.get())?.close()
     }
 }

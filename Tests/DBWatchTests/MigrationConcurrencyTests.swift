@@ -60,8 +60,8 @@ struct MigrationConcurrencyTests {
                     return try await [a, b]
                 }
                 try await Self.expectAppliedOnce(first, applied: applied)
-                first.close()
-                second.close()
+                await first.close()
+                await second.close()
             }
         }
     }
@@ -88,8 +88,8 @@ struct MigrationConcurrencyTests {
                 #expect(skipped.isEmpty)
                 try await Self.expectAppliedOnce(second, applied: [applied, skipped])
             }
-            first.close()
-            second.close()
+            await first.close()
+            await second.close()
         }
     }
 
@@ -108,8 +108,8 @@ struct MigrationConcurrencyTests {
                     return try await [a, b]
                 }
                 try await Self.expectAppliedOnce(first, applied: applied)
-                first.close()
-                second.close()
+                await first.close()
+                await second.close()
             }
         }
     }

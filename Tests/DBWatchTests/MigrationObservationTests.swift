@@ -54,7 +54,7 @@ struct MigrationObservationTests {
             // It keeps observing the new table.
             try await writer.write { db in try db.execute(sql: "INSERT INTO later (name) VALUES ('second')") }
             try await recorder.wait { $0.last?.value == 2 }
-            writer.close()
+            await writer.close()
         }
     }
 
@@ -75,7 +75,7 @@ struct MigrationObservationTests {
             // The `Result` form keeps observing: a table of that name again, and it recovers.
             #expect(try await Self.migrator.migrate(writer) == [Self.recreateLater])
             try await recorder.wait { $0.last?.value == 2 }
-            writer.close()
+            await writer.close()
         }
     }
 
@@ -100,7 +100,7 @@ struct MigrationObservationTests {
             let error = try await withTimeout { await task.value }
             #expect(Self.isNoSuchTableLater(.failure(try #require(error, "the sequence ended without an error"))))
             #expect(counts.values == [1])
-            writer.close()
+            await writer.close()
         }
     }
 }

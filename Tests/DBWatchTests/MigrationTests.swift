@@ -530,7 +530,7 @@ struct MigrationTests {
                     try db.execute(sql: "INSERT INTO player (name, team_id) VALUES ('Nobody', 42)")
                 }
             }
-            writer.close()
+            await writer.close()
         }
     }
 
@@ -593,13 +593,13 @@ struct MigrationTests {
                 task.cancel()
                 await #expect(throws: CancellationError.self) { try await task.value }
             }
-            probe.close()
+            await probe.close()
 
             #expect(try await recordedMigrationNumbers(in: pool) == [1, 2])
             #expect(try await schemaObjectNames(in: pool) == ["dbwatch_migrations", "player", "team"])
             #expect(try await foreignKeysAreOn(in: pool))
             #expect(try await migrator.status(of: pool).pending == [endless])
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -609,7 +609,7 @@ struct MigrationTests {
                 let pool = try DatabasePool(path: directory.file("db.sqlite"))
                 #expect(try await Self.migrator.migrate(pool).count == 3)
                 #expect(try await Self.migrator.status(of: pool).isUpToDate)
-                pool.close()
+                await pool.close()
                 // Reopened, the history is there.
                 let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
                 #expect(try await Self.migrator.migrate(queue).isEmpty)
@@ -630,7 +630,7 @@ struct MigrationTests {
                         INSERT INTO t SELECT i, randomblob(100) FROM c;
                         """)
             }
-            queue.close()
+            await queue.close()
             // Garbage over page 2, a page of t's b-tree.
             let file = try #require(FileHandle(forUpdatingAtPath: path))
             try file.seek(toOffset: 4096)
@@ -642,7 +642,7 @@ struct MigrationTests {
             let error = try await #require(throws: SQLiteError.self) { try await Self.migrator.migrate(reopened) }
             #expect(error.code.primary == .corrupt)
             #expect(error.message?.contains("nothing was applied") == true)
-            reopened.close()
+            await reopened.close()
             #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
         }
     }

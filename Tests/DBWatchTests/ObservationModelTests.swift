@@ -144,7 +144,7 @@ struct ObservationModelTests {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
             try await run(on: pool, seed: 0xD8A7C4, steps: 150)
-            pool.close()
+            await pool.close()
         }
     }
 }

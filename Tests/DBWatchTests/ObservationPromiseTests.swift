@@ -8,15 +8,17 @@ import Testing
 @Suite("Observation promises")
 struct ObservationPromiseTests {
     /// Runs `body` against a queue and a pool holding the `player` table.
-    static func withDatabases(_ body: (any DatabaseWriter) async throws -> Void) async throws {
-        let queue = try DatabaseQueue()
+    static func withDatabases(
+        configuration: Configuration = Configuration(), _ body: (any DatabaseWriter) async throws -> Void
+    ) async throws {
+        let queue = try DatabaseQueue(configuration: configuration)
         try await queue.write { db in try db.execute(sql: playerSchema) }
         try await body(queue)
         try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
+            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
             try await pool.write { db in try db.execute(sql: playerSchema) }
             try await body(pool)
-            pool.close()
+            await pool.close()
         }
     }
 
@@ -264,6 +266,95 @@ struct ObservationPromiseTests {
         }
     }
 
+    /// Whether ``ValidatedNames`` accepts its input; shared by reference.
+    final class Validity: Sendable {
+        let isValid: Locked<Bool>
+        init(_ isValid: Bool) { self.isValid = Locked(isValid) }
+        func set(_ value: Bool) { isValid.withLock { $0 = value } }
+    }
+
+    /// Names of the players, or an error thrown before any SQL runs (a
+    /// validation) while its validity is off.
+    struct ValidatedNames: Queryable {
+        struct Invalid: Error {}
+        static let defaultValue: [String] = []
+        let validity: Validity
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.validity === rhs.validity }
+        func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(validity)) }
+        func fetch(_ db: Database) throws -> [String] {
+            guard validity.isValid.withLock({ $0 }) else { throw Invalid() }
+            return try db.fetchAll(String.self, sql: "SELECT name FROM player ORDER BY id")
+        }
+    }
+
+    static func isInvalid(_ result: Result<[String], any Error>?) -> Bool {
+        if case .failure(let error)? = result { return error is ValidatedNames.Invalid }
+        return false
+    }
+
+    @Test("8. a first fetch that throws before reading anything recovers at the next commit, of any table")
+    func aFirstFetchThatReadNothingRecovers() async throws {
+        try await Self.withDatabases { database in
+            try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS other (x)") }
+            let validity = Validity(false)
+            let request = ValidatedNames(validity: validity)
+            let (recorder, task) = record(database.observe(request))
+            defer { task.cancel() }
+            try await recorder.wait(forCount: 1)
+            #expect(Self.isInvalid(recorder.values[0]))
+            validity.set(true)
+            // A failed fetch may depend on anything: every commit refetches.
+            try await database.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
+            try await recorder.wait { $0.last?.value == [] }
+            try await Self.insert("Arthur", into: database)
+            try await recorder.wait { $0.last?.value == ["Arthur"] }
+        }
+    }
+
+    @Test("8. a later fetch that throws recovers, then observes its region only")
+    func aLaterFetchThatThrowsRecovers() async throws {
+        try await Self.withDatabases { database in
+            try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS other (x)") }
+            let validity = Validity(true)
+            let request = ValidatedNames(validity: validity)
+            let (recorder, task) = record(database.observe(request))
+            defer { task.cancel() }
+            try await recorder.wait { $0.last?.value == [] }
+            validity.set(false)
+            try await Self.insert("Arthur", into: database)
+            try await recorder.wait { Self.isInvalid($0.last) }
+            validity.set(true)
+            try await database.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
+            try await recorder.wait { $0.last?.value == ["Arthur"] }
+            // Recovered: commits outside its region cost it nothing again.
+            let fetches = try #require(database.statistics(for: request)).fetches
+            try await database.write { db in try db.execute(sql: "INSERT INTO other VALUES (2)") }
+            try await Self.insert("Barbara", into: database)
+            try await recorder.wait { $0.last?.value == ["Arthur", "Barbara"] }
+            #expect(database.statistics(for: request)?.fetches == fetches + 1)
+        }
+    }
+
+    /// Always 42, without reading the database.
+    struct Constant: Queryable {
+        static let defaultValue = 0
+        func fetch(_ db: Database) throws -> Int { 42 }
+    }
+
+    @Test("7. a fetch that succeeds without reading anything observes nothing: its value cannot change")
+    func aFetchThatReadsNothingObservesNothing() async throws {
+        try await Self.withDatabases { database in
+            let (recorder, task) = record(database.observe(Constant()))
+            defer { task.cancel() }
+            try await recorder.wait { $0.last?.value == 42 }
+            try await Self.insert("Arthur", into: database)
+            let statistics = try #require(database.statistics(for: Constant()))
+            #expect(statistics.region.isEmpty)
+            #expect(statistics.fetches == 1)
+            #expect(statistics.changesSkipped == 1)
+        }
+    }
+
     @Test("9. cancellation releases everything")
     func cancellationReleases() async throws {
         try await Self.withDatabases { database in
@@ -328,16 +419,19 @@ struct ObservationPromiseTests {
 
     /// The refetch of a commit made before `close()` delivers its value
     /// before the closed-database error (it used to be skipped when close
-    /// ended the observations first).
+    /// ended the observations first), when it ends within the grace period
+    /// (long here, so that a loaded machine does not end it first).
     @Test("9. closing delivers the values of commits made before it")
     func closingDeliversEarlierCommits() async throws {
+        var configuration = Configuration()
+        configuration.closeGracePeriod = .seconds(60)
         for round in 0..<10 {
-            try await Self.withDatabases { database in
+            try await Self.withDatabases(configuration: configuration) { database in
                 let (recorder, task) = record(database.observe(IntRequest("SELECT count(*) FROM player")))
                 defer { task.cancel() }
                 try await recorder.wait(forCount: 1)
                 try await Self.insert("last \(round)", into: database)
-                database.close()
+                await database.close()
                 try await recorder.wait { $0.last?.value == nil && $0.count >= 2 }
                 #expect(recorder.values.compactMap(\.value).last == 1, "\(recorder.values)")
             }
@@ -361,7 +455,7 @@ struct ObservationPromiseTests {
             }
             try await results.wait(forCount: 1)
             try await waitUntil { database.observationCount == 2 }
-            database.close()
+            await database.close()
 
             // The Result form ends after the error; the throwing form throws it.
             try await withTimeout { await resultsTask.value }
@@ -418,7 +512,7 @@ struct ObservationPromiseTests {
                 }
             }
             try await started.wait(forCount: 10)
-            pool.close()
+            await pool.close()
             for consumer in consumers {
                 let last = try await withTimeout { await consumer.value }
                 if case .failure(let error)? = last {
@@ -494,7 +588,7 @@ struct ObservationPromiseTests {
             let sharingKey: SharingKey? = SharingKey(IntRequest("SELECT 1"))
             func commitDidTouchRegion() -> Bool { false }
             func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
-            func fetchFailed(_ error: any Error) -> Bool { false }
+            func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
             let fetchesAlone = false
             func deliver(_ error: any Error) {}
             func endBecauseDatabaseClosed() {}

@@ -11,7 +11,7 @@ struct ReadmeWalkTests {
     /// `maximumReaderCount` (4), `allowsURIFilenames` (off),
     /// `writesOnCallerThread` (on), external change detection off by default
     /// and polling every second; "Untrusted SQL": `maximumValueLength`
-    /// (default 100 MB).
+    /// (default 1 MB) and `maximumResultSize` (default 100 MB).
     @Test func documentedDefaults() {
         let configuration = Configuration()
         #expect(configuration.readOnly == false)
@@ -26,7 +26,8 @@ struct ReadmeWalkTests {
         #expect(detection.usesFileNotifications)
         #expect(ExternalChangeDetection.minimumPollInterval == .milliseconds(10))
         #expect(UntrustedSQLPolicy().timeLimit == .seconds(5))
-        #expect(UntrustedSQLPolicy().maximumValueLength == 100_000_000)
+        #expect(UntrustedSQLPolicy().maximumValueLength == 1_000_000)
+        #expect(UntrustedSQLPolicy().maximumResultSize == 100_000_000)
     }
 
     /// README, "Migrations": "A migration from a file and the same text in

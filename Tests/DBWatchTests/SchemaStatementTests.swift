@@ -142,7 +142,7 @@ struct SchemaStatementTests {
             }
             let other = try DatabaseQueue(path: path)
             try await other.write { db in try db.execute(sql: "CREATE VIEW v AS SELECT a FROM t") }
-            other.close()
+            await other.close()
             let views = try await database.write { db in
                 try db.execute(sql: "DROP VIEW IF EXISTS v")
                 return try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_master WHERE type = 'view'")

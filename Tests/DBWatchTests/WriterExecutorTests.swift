@@ -46,7 +46,7 @@ struct WriterExecutorTests {
             // Outside such a task, accesses are queued jobs as before.
             try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('after')") }
             #expect(jobs.inlineAccessCount - before == (kind == "queue" ? 101 : 100))
-            database.close()
+            await database.close()
         }
     }
 
@@ -109,7 +109,7 @@ struct WriterExecutorTests {
             // The connection is usable, and no interrupt leaks into the next statement.
             let value = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT 42") }
             #expect(value == 42)
-            database.close()
+            await database.close()
         }
     }
 
@@ -146,7 +146,7 @@ struct WriterExecutorTests {
             }
             try await withTimeout {
                 await wroteOnce.wait()
-                pool.close()
+                await pool.close()
                 poolClosed.open()
                 let result = await task.result
                 #expect(throws: SQLiteError.self) { try result.get() }
@@ -154,13 +154,16 @@ struct WriterExecutorTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func closingFromAHostedTaskEndsItsInlineAccesses(kind: String) async throws {
+    /// Closing from a task that runs on the writer's thread: the blocking
+    /// `close()` does not wait for its own thread, and `close() async`
+    /// suspends the task, so that the thread can end.
+    @Test(arguments: ["queue", "pool"], [false, true])
+    func closingFromAHostedTaskEndsItsInlineAccesses(kind: String, async: Bool) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let outcomes = try await withTimeout {
                 await withTaskExecutorPreference(database.writerExecutor) { () async -> [Bool] in
-                    database.close()
+                    if async { await database.close() } else { database.closeBlocking() }
                     let wrote =
                         (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") }) != nil
                     let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
@@ -172,7 +175,7 @@ struct WriterExecutorTests {
             if kind == "pool" {
                 let reopened = try DatabasePool(path: directory.file("db.sqlite"))
                 #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
-                reopened.close()
+                await reopened.close()
             }
         }
     }

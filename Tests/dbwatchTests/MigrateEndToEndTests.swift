@@ -208,7 +208,7 @@ struct MigrateEndToEndTests {
                     try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'")
                 )
             }
-            queue.close()
+            await queue.close()
             #expect(integrity == "ok")
             #expect(tables.contains("player") && !tables.contains("game"), "\(tables)")
 
@@ -253,7 +253,7 @@ struct MigrateEndToEndTests {
                     try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations")
                 )
             }
-            queue.close()
+            await queue.close()
             #expect(tables.contains("first") && !tables.contains("slow"), "\(tables)")
             #expect(numbers == [1])
         }

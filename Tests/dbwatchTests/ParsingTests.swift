@@ -145,11 +145,26 @@ struct ParsingTests {
         ("1.5", .real(1.5)), ("-2e3", .real(-2000)), (".5", .real(0.5)), ("'42'", .text("42")), ("''", .text("")),
         ("NULL", .null), ("null", .null), ("'NULL'", .text("NULL")), ("inf", .text("inf")), ("nan", .text("nan")),
         ("0x10", .text("0x10")), ("1e", .text("1e")), ("Arthur", .text("Arthur")), ("1.2.3", .text("1.2.3")),
-        ("", .text("")), ("'", .text("'")), ("99999999999999999999", .real(1e20)),
+        ("", .text("")), ("'", .text("'")), ("99999999999999999999.0", .real(1e20)),
+        ("'99999999999999999999'", .text("99999999999999999999")), ("-9223372036854775808", .integer(.min)),
     ])
     func argumentValues(text: String, expected: DatabaseValue) throws {
         let argument = try #require(SQLArgument(argument: text))
         #expect(argument.value == expected, "\(text)")
+    }
+
+    /// Digits beyond the 64-bit range would bind as an inexact real
+    /// (`1e+20`) without a word: they are a usage error that says so.
+    @Test(arguments: ["99999999999999999999", "9223372036854775808", "-9223372036854775809", "+99999999999999999999"])
+    func integersBeyondSixtyFourBitsAreRefused(text: String) throws {
+        #expect(SQLArgument(argument: text) == nil)
+        for command in ["watch", "explain"] {
+            let error = DBWatchCommand.parseError([command, "db.sqlite", "SELECT ?", "--arg", text])
+            #expect(DBWatchCommand.exitCode(for: error) == .validationFailure, "\(command) \(text)")
+            let message = DBWatchCommand.message(for: error)
+            #expect(message.contains("beyond the 64-bit range"), "\(message)")
+            #expect(message.contains("\(text).0"), "\(message)")
+        }
     }
 
     @Test func helpDocumentsTheExitCodes() {

@@ -166,6 +166,30 @@ struct RenderingTests {
             ])
     }
 
+    /// Text that is not valid UTF-8 is shown by its bytes in every format,
+    /// and a change of those bytes (or of the normalization form) is a change.
+    @Test func textIsShownAndComparedByItsBytes() {
+        let bytes = Data([0xc3, 0xa9, 0xf0, 0x9f, 0x98, 0x61, 0x0a, 0xff, 0x2c])
+        #expect(CellText.escapingInvalidUTF8(bytes) == "é\\xf0\\x9f\\x98a\n\\xff,")
+        #expect(TableRenderer.text(for: .invalidUTF8Text(bytes)) == "é\\xf0\\x9f\\x98a\\n\\xff,")
+        #expect(CSV.field(.invalidUTF8Text(bytes)) == "\"é\\xf0\\x9f\\x98a\n\\xff,\"")
+        #expect(JSON(.invalidUTF8Text(Data([0x61, 0xfe]))).rendered() == #"{"text_base64":"Yf4="}"#)
+
+        var printer = WatchPrinter(format: .table, changes: true, queries: ["SELECT id, v FROM t"])
+        printer.terminal = { Terminal(isTerminal: false, usesColor: false, width: nil, height: nil) }
+        func result(_ values: DatabaseValue...) -> QueryResult {
+            QueryResult(
+                columns: ["id", "v"], rows: values.enumerated().map { [.integer(Int64($0.offset)), $0.element] },
+                keyColumns: [0])
+        }
+        _ = printer.text(for: result(.invalidUTF8Text(Data([0xfe])), .text("\u{e9}")), query: 0, at: Date())
+        let after = result(.invalidUTF8Text(Data([0xff])), .text("e\u{301}"))
+        let diff = ResultDiff(from: result(.invalidUTF8Text(Data([0xfe])), .text("\u{e9}")), to: after)
+        #expect(diff.changed.map(\.changedColumns) == [[1], [1]])
+        let lines = printer.text(for: after, query: 0, at: Date()).split(separator: "\n").map(String.init)
+        #expect(lines.dropFirst().first == "~ id=0 v: CAST(x'fe' AS TEXT) → CAST(x'ff' AS TEXT)")
+    }
+
     @Test func caretUnderTheErrorOffset() {
         #expect(ErrorReport.caretLines(sql: "SELECT * FORM t", offset: 9) == ["    SELECT * FORM t", "             ^"])
         #expect(

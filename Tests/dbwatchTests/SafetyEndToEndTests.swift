@@ -298,6 +298,100 @@ struct SafetyEndToEndTests {
         }
     }
 
+    /// An endless query whose every step is as costly as the bounds allow.
+    static let costlyEndlessQuery = """
+        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+        SELECT count(*) FROM c WHERE length(randomblob(999999)) + instr(printf('%.*c', 999999, 'a'), 'aaab') > 0
+        """
+
+    /// The issue's example ran 41 s past a 1 s time limit: one call of
+    /// `instr` on megabytes. It is refused at once now.
+    @Test func aCostlyFunctionCallFailsAtOnce() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            // Refused before the call runs: it printed [[0]] and exited 0.
+            let snapshot = try await DBWatchRun.run(
+                [
+                    "watch", path, "--once", "--time-limit", "1", "--",
+                    "SELECT instr(printf('%.*c', 2000000, 'a'), printf('%.*c', 1000000, 'a') || 'b')",
+                ], timeout: 120)
+            #expect(snapshot.exitStatus == 65, "\(snapshot)")
+            #expect(snapshot.stderr.contains("too big"), "\(snapshot)")
+        }
+    }
+
+    /// SIGTERM, SIGINT and SIGHUP end `watch` with 0 within moments while a
+    /// query of costly steps runs under a long time limit (600 s): by
+    /// interrupting it, or on a slow machine (the thread sanitizer) by the
+    /// exit after the grace period. The bound is loose for such machines,
+    /// and far below the time limit the process waited for before.
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalsEndWatchPromptlyDuringACostlyQuery(signal: Int32) async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let run = try DBWatchRun.start([
+                "watch", path, "--format", "ndjson", "--time-limit", "600", "SELECT 1", Self.costlyEndlessQuery,
+            ])
+            defer { run.kill() }
+            // The first query's value: the signals are handled, the second query runs.
+            _ = try await run.wait(forLines: 1)
+            let sent = ContinuousClock.now
+            run.send(signal)
+            let snapshot = try await run.waitForExit(timeout: 120)
+            #expect(ContinuousClock.now - sent < .seconds(30), "\(snapshot)")
+            #expect(snapshot.exitStatus == 0, "\(snapshot)")
+        }
+    }
+
+    /// The same for `explain`, which exits 130.
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalsEndExplainPromptlyDuringACostlyQuery(signal: Int32) async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let run = try DBWatchRun.start(["explain", path, "--time-limit", "600", Self.costlyEndlessQuery])
+            defer { run.kill() }
+            // The pool's reader exists once the signals are handled and the database is open.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !run.hasThread(named: "dbwatch.read.0") && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let sent = ContinuousClock.now
+            run.send(signal)
+            let snapshot = try await run.waitForExit(timeout: 120)
+            #expect(ContinuousClock.now - sent < .seconds(30), "\(snapshot)")
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+        }
+    }
+
+    /// `SELECT x, zeroblob(99000000) FROM (10 rows)` took 83 s and 4.5 GB:
+    /// now the first value is refused, and a result beyond
+    /// `--max-result-size` fails with its own message, in `watch` and `explain`.
+    @Test func aLargeResultFailsAtOnce() async throws {
+        try await withScratch { scratch in
+            let path = try makeDatabase(in: scratch)
+            let tenRows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10) "
+            let huge = try await DBWatchRun.run(
+                ["watch", path, "--once", "--format", "ndjson", tenRows + "SELECT x, zeroblob(99000000) FROM c"],
+                timeout: 120)
+            #expect(huge.exitStatus == 65, "\(huge)")
+            #expect(huge.stdout.isEmpty, "\(huge)")
+            for command in ["watch", "explain"] {
+                let arguments = [
+                    command, path, "--max-result-size", "1000", tenRows + "SELECT x, zeroblob(300) FROM c",
+                ]
+                let snapshot = try await DBWatchRun.run(arguments + (command == "watch" ? ["--once"] : []))
+                #expect(snapshot.exitStatus == 65, "\(snapshot)")
+                #expect(snapshot.stderr.contains("the result is larger than the limit of 1000 bytes"), "\(snapshot)")
+                let fits = try await DBWatchRun.run(
+                    [command, path, "--max-result-size", "1000", tenRows + "SELECT x, zeroblob(10) FROM c"]
+                        + (command == "watch" ? ["--once"] : []))
+                #expect(fits.exitStatus == 0, "\(fits)")
+            }
+            let zero = try await DBWatchRun.run(["watch", path, "--max-result-size", "0", "SELECT 1"])
+            #expect(zero.exitStatus == 64, "\(zero)")
+        }
+    }
+
     @Test func badSQLShowsSQLitesMessageAndPosition() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)

@@ -59,6 +59,43 @@ struct WatchEndToEndTests {
         }
     }
 
+    /// Text is compared and shown by its stored bytes: text that is not
+    /// valid UTF-8 (FF then FE, both U+FFFD as a Swift string) and the two
+    /// normalization forms of "é" (equal Swift strings) are each a change.
+    @Test func textIsComparedAndShownByItsBytes() async throws {
+        try await withScratch { scratch in
+            let path = scratch.file("bytes.sqlite")
+            try Shell.sqlite(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, CAST(x'ff' AS TEXT));",
+                on: path)
+            let run = try DBWatchRun.start([
+                "watch", path, "SELECT id, v FROM t", "--format", "ndjson", "--count", "4", "--interval", "0.1",
+            ])
+            defer { run.kill() }
+            _ = try await run.wait(forLines: 1)
+            try write("UPDATE t SET v = CAST(x'fe' AS TEXT)", on: path)
+            _ = try await run.wait(forLines: 2, timeout: 20)
+            try write("UPDATE t SET v = CAST(x'c3a9' AS TEXT)", on: path)
+            _ = try await run.wait(forLines: 3, timeout: 20)
+            try write("UPDATE t SET v = CAST(x'65cc81' AS TEXT)", on: path)
+            let snapshot = try await run.waitForExit(timeout: 20)
+            #expect(snapshot.exitStatus == 0, "\(snapshot)")
+            // Compared as bytes: Swift's == holds "\u{e9}" and "e\u{301}" equal.
+            let rows = snapshot.lines.map { Array(($0.split(separator: "\"rows\":").last ?? "").utf8) }
+            let expected = [
+                #"[[1,{"text_base64":"/w=="}]]}"#, #"[[1,{"text_base64":"/g=="}]]}"#, "[[1,\"\u{e9}\"]]}",
+                "[[1,\"e\u{301}\"]]}",
+            ]
+            #expect(rows == expected.map { Array($0.utf8) }, "\(snapshot)")
+            // The table and CSV show each invalid byte escaped, as control characters.
+            let sql = "SELECT CAST(x'61fe0962' AS TEXT) AS v"
+            let table = try await DBWatchRun.run(["watch", path, sql, "--once", "--format", "table"])
+            #expect(table.stdout.contains("a\\xfe\\tb"), "\(table)")
+            let csv = try await DBWatchRun.run(["watch", path, sql, "--once", "--format", "csv"])
+            #expect(csv.stdout == "v\r\na\\xfe\tb\r\n", "\(csv)")
+        }
+    }
+
     @Test func inotifyWakesTheWatchOfAWALDatabaseAtOnce() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch, wal: true)
@@ -73,6 +110,44 @@ struct WatchEndToEndTests {
             #expect(snapshot.exitStatus == 0, "\(snapshot)")
             let counts = try records(snapshot).map { ($0["rows"] as? [[Int]])?.first?.first }
             #expect(counts == [3, 4])
+        }
+    }
+
+    /// Another process that keeps one connection open and commits every
+    /// 20 ms while the cores are busy: each commit is printed through
+    /// inotify, none left to the 60 s poll (the commit's WAL write wakes the
+    /// check before the commit is published in the `-shm` index).
+    @Test func spacedCommitsOfAKeptConnectionArePrintedUnderLoad() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch, wal: true)
+            let run = try DBWatchRun.start([
+                "watch", path, "SELECT count(*) FROM player", "--format", "ndjson", "--interval", "60",
+            ])
+            defer { run.kill() }
+            _ = try await run.wait(forLines: 1)
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: Shell.sqlite3)
+            writer.arguments = ["-bail", path]
+            let input = Pipe()
+            writer.standardInput = input
+            writer.standardOutput = FileHandle.nullDevice
+            writer.standardError = FileHandle.nullDevice
+            try writer.run()
+            defer {
+                try? input.fileHandleForWriting.close()
+                writer.waitUntilExit()
+            }
+            let commits = 25
+            try await withCPULoad(threads: 2 * ProcessInfo.processInfo.activeProcessorCount) {
+                for commit in 1...commits {
+                    let insert = "INSERT INTO player (name, score) VALUES ('p\(commit)', \(commit));\n"
+                    try input.fileHandleForWriting.write(contentsOf: Data(insert.utf8))
+                    _ = try await run.wait(forLines: 1 + commit, timeout: 3)
+                    try await Task.sleep(for: .milliseconds(20))  // the other process's pace
+                }
+            }
+            let counts = try records(run.snapshot).map { ($0["rows"] as? [[Int]])?.first?.first }
+            #expect(counts == Array(3...(3 + commits)))
         }
     }
 

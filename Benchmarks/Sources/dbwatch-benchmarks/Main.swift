@@ -15,7 +15,8 @@ struct Options {
           --quick      fewer iterations (a smoke run; ratios are noisier)
           --runs N     run each workload N times; print median [min – max]
           --grdb       also run the workloads on GRDB.swift (when built with the GRDB trait)
-          --only L     comma-separated workloads: write, observed, latency, fanout, memory, decode, external
+          --only L     comma-separated workloads: write, observed, latency, fanout, memory, decode, external,
+                       external-writer
 
         Every line compares with raw SQLite doing the same work in the same run.
         Database files go to $DBWATCH_BENCH_DIR (default: the temporary directory).
@@ -54,6 +55,12 @@ struct Workload {
 @main
 struct BenchmarkMain {
     static func main() async {
+        // Helper processes that the external-writer workload starts.
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.count == 3, arguments[0] == "--external-writer" {
+            KeptWriter.main(path: arguments[1], synchronous: arguments[2])
+        }
+        if arguments == ["--spin"] { CPULoadProcesses.spin() }
         do {
             let options = try Options(arguments: Array(CommandLine.arguments.dropFirst()))
             try await run(options)
@@ -73,6 +80,7 @@ struct BenchmarkMain {
             Workload(name: "memory", run: memory),
             Workload(name: "decode", run: decoding),
             Workload(name: "external", run: externalChanges),
+            Workload(name: "external-writer", run: externalKeptWriter),
         ]
         if options.grdb {
             workloads += try grdbWorkloads()

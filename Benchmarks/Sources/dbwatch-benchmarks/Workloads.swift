@@ -212,7 +212,7 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     tripStart = nowNanoseconds()
     for _ in 0..<trips { try await hops.write { _ in } }
     let emptyWrite = Double(nowNanoseconds() - tripStart) / Double(trips) / 1000
-    hops.close()
+    await hops.close()
 
     // The last step measured 3–8 points lower than the others whatever its
     // count (reversed, 1 observation dipped to 91 % and 10,000 passed): each

@@ -88,8 +88,30 @@ public struct Configuration: Sendable {
     /// ```
     public var externalChangeDetection: ExternalChangeDetection?
 
-    /// Where DBWatch logs (debug and trace levels only). Default: a logger
-    /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
+    /// How long ``DatabaseQueue/close()`` and ``DatabasePool/close()`` (and
+    /// releasing the last reference) let the work already running or
+    /// queued finish: the refetches of commits made before the close, and
+    /// accesses that started or were queued before it. Default 1 second;
+    /// negative counts as zero.
+    ///
+    /// When it ends, the close interrupts every statement still running
+    /// (`sqlite3_interrupt`) and ends every wait for a lock; later
+    /// statements of that work fail at once; and work that has not started
+    /// fails without running. Each fails with ``SQLiteError`` "database is
+    /// closed" (code ``ResultCode/misuse``); a write still running is rolled
+    /// back as a whole. A close with nothing running returns at once.
+    ///
+    /// ```swift
+    /// configuration.closeGracePeriod = .seconds(10)   // let a long import finish at shutdown
+    /// ```
+    public var closeGracePeriod: Duration = .seconds(1)
+
+    /// Where DBWatch logs: debug and trace levels, except that an
+    /// observation whose fetch starts failing logs a warning (with the
+    /// request's `String(describing:)` and the error), and one that
+    /// recovers logs at info level: once per change, never per repeated
+    /// identical failure. Default: a logger labelled `dbwatch` that goes
+    /// wherever the process bootstrapped logging.
     ///
     /// ```swift
     /// configuration.logger = Logger(label: "app.db")   // a swift-log Logger: import Logging

@@ -48,11 +48,12 @@ final class HostedTaskJob: ConnectionJob {
         }
     }
 
-    /// The connection could not be opened: the task still runs (a Swift job
-    /// must never be dropped), without inline access; its accesses queue
-    /// jobs and get the error.
+    /// The connection could not be opened, or the queue shut down before
+    /// the job ran (on the thread that closes it): the task still runs on
+    /// the global executor (a Swift job must never be dropped), without
+    /// inline access; its accesses queue jobs and get the error.
     func fail(with error: any Error) {
-        job.runSynchronously(on: executor.asUnownedTaskExecutor())
+        runOnGlobalExecutor()
     }
 
     func runOnGlobalExecutor() {

@@ -21,10 +21,13 @@ enum ConnectionThread {
             nameCurrentThread(name)
             queue.workerDidStart()
             var database = connection?.value
+            if let database { queue.connectionDidOpen(database) }
             while let job = queue.pop(offering: database) {
                 if database == nil || database!.isClosed {
+                    if database != nil { queue.connectionWillClose() }
                     do {
                         database = try open(job.cancellation)
+                        queue.connectionDidOpen(database!)
                     } catch {
                         job.fail(with: error.reportingCancellation(job.cancellation?.isSet == true))
                         continue
@@ -32,7 +35,10 @@ enum ConnectionThread {
                 }
                 job.run(on: database!)
             }
-            database?.close()
+            if let open = database {
+                queue.connectionWillClose()
+                open.close()
+            }
             database = nil
             queue.workerDidExit()
         }

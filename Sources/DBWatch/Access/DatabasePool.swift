@@ -41,6 +41,7 @@ public final class DatabasePool: DatabaseWriter {
     /// ```
     public var writerExecutor: any TaskExecutor { writerTaskExecutor }
     let observationHost: ObservationHost
+    private let backgroundClose = BackgroundClose()
     /// Detects other connections' commits, when configured for a file.
     let externalChangeMonitor: ExternalChangeMonitor?
 
@@ -92,9 +93,29 @@ public final class DatabasePool: DatabaseWriter {
         ConnectionThread.start(name: "dbwatch.writer", queue: writerJobs, connection: UnsafeTransfer(value: writer)) {
             _ in throw SQLiteError.databaseClosed
         }
+        let readerShutdown = readerJobs.shutdown
+        // Readers open when first needed: one that would open another file
+        // than the writer's (the path replaced since) fails instead.
+        let writerFilePath = writer.mainFilePath
+        let writerFile = writerFilePath.flatMap(ExternalChangeMonitor.FileIdentity.init(path:))
         for index in 0..<max(1, configuration.maximumReaderCount) {
             ConnectionThread.start(name: "dbwatch.read.\(index)", queue: readerJobs) { cancellation in
-                try Database(path: path, configuration: configuration, readOnly: true, cancellation: cancellation)
+                let reader: Database
+                do {
+                    reader = try Database(
+                        path: path, configuration: configuration, readOnly: true, cancellation: cancellation,
+                        shutdown: readerShutdown)
+                } catch let error as SQLiteError {
+                    // A deleted file cannot be opened read-only: say why.
+                    if let writerFilePath, let writerFile,
+                        ExternalChangeMonitor.FileIdentity(path: writerFilePath) != writerFile
+                    {
+                        throw DatabaseFileReplacedError(path: writerFilePath)
+                    }
+                    throw error
+                }
+                try reader.refuseFile(otherThan: writerFile)
+                return reader
             }
         }
     }
@@ -113,9 +134,7 @@ public final class DatabasePool: DatabaseWriter {
     /// try await pool.write { db in try db.execute(sql: "UPDATE player SET score = score + 1") }
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writerJobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
-        }
+        try await writerJobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
     /// Runs `body` on the writer without opening a transaction (`VACUUM`,
@@ -127,8 +146,7 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await writerJobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } }
-        }
+        try await writerJobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
     /// Runs `body` on a reader connection in a transaction on one snapshot:
@@ -141,24 +159,44 @@ public final class DatabasePool: DatabaseWriter {
         try await readerJobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes every connection after the jobs already queued, and waits.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes every connection after the jobs already running or queued,
+    /// and waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statements still running are interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// pool.close()
     /// ```
     public func close() {
         externalChangeMonitor?.stop()
+        let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
         readerJobs.close()
-        readerJobs.waitForWorkersUnlessCalledFromOne()
+        readerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         writerJobs.close()
-        writerJobs.waitForWorkersUnlessCalledFromOne()
+        writerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         // Last: the refetches of commits made before the close still
         // deliver their values.
         observationHost.center.close()
+    }
+
+    /// ``close()`` without blocking the calling task's thread: the close
+    /// runs on a thread of its own (one for all the callers closing at the
+    /// same time), and this returns when it is done, after at most
+    /// ``Configuration/closeGracePeriod`` of work left running. In an
+    /// `async` function, `pool.close()` calls this one and needs `await`.
+    /// Cancelling the calling task does not shorten it.
+    ///
+    /// ```swift
+    /// try await app.runService()   // the server stopped: its streams ended
+    /// await pool.close()
+    /// ```
+    public func close() async {
+        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
     }
 
     // MARK: - Observation
@@ -199,4 +237,15 @@ public final class DatabasePool: DatabaseWriter {
     /// assert(database.observationCount == 0)
     /// ```
     public var observationCount: Int { observationHost.center.count }
+
+    /// The number of subscriptions of all running observations: each loop
+    /// over an observation counts, also when identical requests share one
+    /// observation (``observationCount`` counts those once). A
+    /// ``LiveQuery`` counts as one, whatever its own subscribers. Returns
+    /// to zero when every loop has ended: a check for leaked subscriptions.
+    ///
+    /// ```swift
+    /// assert(database.subscriberCount == 0)   // every client's stream ended
+    /// ```
+    public var subscriberCount: Int { observationHost.center.subscriberCount }
 }

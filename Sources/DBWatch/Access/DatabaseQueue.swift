@@ -30,6 +30,7 @@ public final class DatabaseQueue: DatabaseWriter {
     let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
     let observationHost: ObservationHost
+    private let backgroundClose = BackgroundClose()
 
     /// Runs a task on the queue's own thread: its reads and writes run there
     /// inline, without the two thread hops of a queued job. Meanwhile, other
@@ -94,9 +95,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// }
     /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await jobs.perform(claimingIdleConnection: true) { db in
-            try db.runWriteJob { try db.inTransaction(.immediate) { try body(db) } }
-        }
+        try await jobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
     /// Runs `body` without opening a transaction: for statements that
@@ -109,7 +108,7 @@ public final class DatabaseQueue: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        try await jobs.perform { db in try db.runWriteJob { try db.refusingLeftoverTransaction { try body(db) } } }
+        try await jobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
@@ -122,10 +121,14 @@ public final class DatabaseQueue: DatabaseWriter {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the connection after the jobs already queued, and waits for it.
-    /// Later calls throw ``ResultCode/misuse`` ("database is closed"), and
-    /// every observation ends: its last element is that error, after the
-    /// values of commits made before the close.
+    /// Closes the connection after the jobs already running or queued, and
+    /// waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statement still running is interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period.
     ///
     /// ```swift
     /// queue.close()
@@ -135,8 +138,23 @@ public final class DatabaseQueue: DatabaseWriter {
         // Queued jobs first: the refetches of commits made before the close
         // still deliver their values.
         jobs.close()
-        jobs.waitForWorkersUnlessCalledFromOne()
+        jobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: JobQueue.deadline(after: configuration.closeGracePeriod))
         observationHost.center.close()
+    }
+
+    /// ``close()`` without blocking the calling task's thread: the close
+    /// runs on a thread of its own (one for all the callers closing at the
+    /// same time), and this returns when it is done, after at most
+    /// ``Configuration/closeGracePeriod`` of work left running. In an
+    /// `async` function, `queue.close()` calls this one and needs `await`.
+    /// Cancelling the calling task does not shorten it.
+    ///
+    /// ```swift
+    /// try await app.runService()   // the server stopped: its streams ended
+    /// await queue.close()
+    /// ```
+    public func close() async {
+        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
     }
 
     // MARK: - Observation
@@ -177,4 +195,15 @@ public final class DatabaseQueue: DatabaseWriter {
     /// assert(database.observationCount == 0)
     /// ```
     public var observationCount: Int { observationHost.center.count }
+
+    /// The number of subscriptions of all running observations: each loop
+    /// over an observation counts, also when identical requests share one
+    /// observation (``observationCount`` counts those once). A
+    /// ``LiveQuery`` counts as one, whatever its own subscribers. Returns
+    /// to zero when every loop has ended: a check for leaked subscriptions.
+    ///
+    /// ```swift
+    /// assert(database.subscriberCount == 0)   // every client's stream ended
+    /// ```
+    public var subscriberCount: Int { observationHost.center.subscriberCount }
 }

@@ -49,8 +49,19 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// Runs `body` in a read-only transaction on a consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
-    /// Closes every connection; later use throws ``ResultCode/misuse``.
+    /// Closes every connection, letting the work running or queued finish
+    /// for at most ``Configuration/closeGracePeriod``, then interrupting it;
+    /// later use throws ``ResultCode/misuse`` ("database is closed").
     func close()
+
+    /// ``close()`` without blocking the calling task's thread: it runs on a
+    /// thread of its own, and this returns when it is done. In an `async`
+    /// function, `database.close()` calls this one and needs `await`.
+    ///
+    /// ```swift
+    /// await database.close()   // after the server stopped
+    /// ```
+    func close() async
 
     /// Observes `request`: its current value at once, then a new value after
     /// every commit that can change it. See ``QueryObservation``.
@@ -65,9 +76,33 @@ public protocol DatabaseWriter: AnyObject, Sendable {
 
     /// The number of running observations (identical requests count once).
     var observationCount: Int { get }
+
+    /// The number of subscriptions of all running observations (each loop
+    /// counts, also loops sharing one observation; a ``LiveQuery`` counts
+    /// as one). Zero once every loop ended.
+    ///
+    /// ```swift
+    /// assert(database.subscriberCount == 0)   // no stream left behind
+    /// ```
+    var subscriberCount: Int { get }
 }
 
 extension DatabaseWriter {
+    /// Fetches `request` once: its value in the committed state now, read
+    /// in a read-only transaction as an observation's fetch is (on a
+    /// pool's reader, so writes go on meanwhile). For one answer without
+    /// observing; a fetch error is thrown as is.
+    ///
+    /// ```swift
+    /// let players = try await pool.value(of: TopPlayers())   // [Player], fetched now
+    /// ```
+    ///
+    /// - Parameter request: the request to fetch.
+    /// - Returns: the value `request.fetch(_:)` returns.
+    public func value<R: Queryable>(of request: R) async throws -> R.Value {
+        try await read { db in try request.fetch(db) }
+    }
+
     /// Observes `request` with default options (no rate limit).
     ///
     /// ```swift

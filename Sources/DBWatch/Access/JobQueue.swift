@@ -59,12 +59,29 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// Checkpoints that commits on a caller's thread left to the worker (for tests).
     private let deferredCheckpoints = Atomic<Int>(0)
 
+    /// Set when the grace period of a close ends (see
+    /// ``waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``): every
+    /// statement on the queue's connections then fails with "database is
+    /// closed", and their waits for locks end.
+    let shutdown = CancellationFlag()
+    /// The open connections of the worker threads, for interrupting their
+    /// statements at shutdown. A worker adds its connection when it opens
+    /// it and removes it before closing it, under the lock, so that no
+    /// handle here is ever closed.
+    private var connections: [(thread: pthread_t, handle: InterruptHandle)] = []
+
     init(allowsClaims: Bool = false) {
         self.allowsClaims = allowsClaims
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        // A close waits for its deadline on the monotonic clock, which a
+        // change of the system time does not move.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -133,7 +150,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         return job
     }
 
-    /// Refuses new jobs; workers finish the queued ones and exit.
+    /// Refuses new jobs; workers finish the queued ones and exit (see
+    /// ``waitForWorkersUnlessCalledFromOne(shuttingDownAt:)`` for those
+    /// still queued when the grace period ends).
     func close() {
         locked { isClosed = true }
         pthread_cond_broadcast(condition)
@@ -182,16 +201,74 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         pthread_cond_broadcast(condition)
     }
 
-    /// Blocks until every worker thread has closed its connection and exited,
-    /// unless called from a worker itself (a job that closes or releases its
-    /// own database), which would wait for itself.
-    func waitForWorkersUnlessCalledFromOne() {
+    /// The worker's connection is open: statements on it stop at shutdown.
+    /// Called on the worker's thread.
+    func connectionDidOpen(_ database: Database) {
+        database.shutdown = shutdown
+        guard let handle = database.interruptHandle else { return }
+        locked { connections.append((pthread_self(), handle)) }
+    }
+
+    /// The worker is about to close its connection. Called on the worker's thread.
+    func connectionWillClose() {
+        let current = pthread_self()
+        locked { connections.removeAll { pthread_equal($0.thread, current) != 0 } }
+    }
+
+    /// The instant `gracePeriod` from now on the monotonic clock, as the
+    /// deadline of ``waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``.
+    static func deadline(after gracePeriod: Duration) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = max(gracePeriod, .zero).components
+        // Clamped: a grace period of `.seconds(.max)` means "wait".
+        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        let (partial, overflow) = Int(now.tv_sec).addingReportingOverflow(Int(seconds))
+        let (sum, carryOverflow) = partial.addingReportingOverflow(nanoseconds / 1_000_000_000)
+        return timespec(tv_sec: overflow || carryOverflow ? .max : sum, tv_nsec: nanoseconds % 1_000_000_000)
+    }
+
+    /// Blocks until every worker thread has closed its connection and
+    /// exited, unless called from a worker itself (a job that closes or
+    /// releases its own database) or from the thread that claimed the
+    /// connection, which would wait for themselves.
+    ///
+    /// Until `deadline` (see ``deadline(after:)``), the workers go on with
+    /// the jobs running and queued. At `deadline` the queue shuts down:
+    /// ``shutdown`` is set, so that every later statement on its
+    /// connections fails with "database is closed" and waits for locks end;
+    /// the statements running are interrupted (`sqlite3_interrupt`); and
+    /// the jobs still queued fail with that error without running.
+    func waitForWorkersUnlessCalledFromOne(shuttingDownAt deadline: timespec) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let current = pthread_self()
         if workerThreads.contains(where: { pthread_equal($0, current) != 0 }) { return }
         if let claimingThread, pthread_equal(claimingThread, current) != 0 { return }
-        while runningWorkers > 0 { pthread_cond_wait(condition, mutex) }
+        var deadline = deadline
+        while runningWorkers > 0 {
+            if shutdown.isSet {
+                pthread_cond_wait(condition, mutex)
+            } else if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT {
+                let leftovers = shutDownLocked()
+                // Failing a job resumes its caller: never under the lock.
+                pthread_mutex_unlock(mutex)
+                for job in leftovers { job.fail(with: SQLiteError.databaseClosed) }
+                pthread_mutex_lock(mutex)
+            }
+        }
+    }
+
+    /// Sets ``shutdown``, interrupts the statements running on the
+    /// workers' connections, and returns the jobs that did not start.
+    /// Called with the lock held.
+    private func shutDownLocked() -> [any ConnectionJob] {
+        shutdown.set()
+        for connection in connections { connection.handle.interrupt() }
+        let leftovers = Array(jobs[head...])
+        jobs.removeAll()
+        head = 0
+        return leftovers
     }
 
     // MARK: - Hosted tasks

@@ -7,6 +7,7 @@ import CSQLite
 /// How a connection waits for another connection's lock: like SQLite's
 /// busy timeout (``Configuration/busyTimeout``), but the wait ends as soon
 /// as the access is cancelled (then it throws `CancellationError`), or the
+/// grace period of a close ends (then it throws "database is closed"), or the
 /// task that opens the connection is (then opening throws
 /// `CancellationError` too), and a connection lent to a caller's thread does
 /// not wait at all (see Database+CallerThread.swift).
@@ -28,7 +29,7 @@ extension Database {
     /// all the waits of a step): the work a statement does between two waits
     /// (its RESERVED lock, then its commit's EXCLUSIVE one) does not count.
     fileprivate func retriesLock(afterAttempt attempt: Int32) -> Bool {
-        guard waitsForLocks, !waitIsCancelled else { return false }
+        guard waitsForLocks, !waitIsCancelled, !isShuttingDown else { return false }
         let limit = Duration.milliseconds(configuration.busyTimeoutMilliseconds)
         guard limit > .zero else { return false }
         if attempt == 0 {
@@ -45,8 +46,11 @@ extension Database {
         let start = clock.now
         while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
         lockWaited += clock.now - start
-        return !waitIsCancelled
+        return !waitIsCancelled && !isShuttingDown
     }
+
+    /// The connection's queue shut down at the end of a close's grace period.
+    var isShuttingDown: Bool { shutdown?.isSet ?? false }
 
     /// The access is cancelled; outside an access (while opening), the task
     /// running on this thread is.

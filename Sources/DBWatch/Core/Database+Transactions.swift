@@ -159,12 +159,17 @@ extension Database {
         }
     }
 
-    /// Runs cleanup that must happen even in a cancelled job (a rollback,
-    /// restoring a pragma).
+    /// Runs cleanup that must happen even in a cancelled job, or one that
+    /// a close stops (a rollback, restoring a pragma).
     func withoutCancellation<T>(_ body: () throws -> T) rethrows -> T {
         let flag = cancellation
+        let closing = shutdown
         cancellation = nil
-        defer { cancellation = flag }
+        shutdown = nil
+        defer {
+            cancellation = flag
+            shutdown = closing
+        }
         return try body()
     }
 }

@@ -38,10 +38,14 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
 
     // Authorizer state (see Database+Authorizer.swift).
-    /// The footprint being collected by the authorizer during our own prepare.
+    /// The footprint being collected by the authorizer during our own
+    /// prepare, or during one that SQLite runs by itself inside a step.
     var footprintUnderConstruction: StatementFootprint?
-    /// The authorizer ran outside our prepare: SQLite re-prepared a statement
-    /// after a schema change, so cached result columns may be stale.
+    /// The authorizer ran outside our prepare, inside a step: SQLite
+    /// re-prepared the stepped statement after a schema change (or a virtual
+    /// table module prepared a statement of its own). What it reported is
+    /// in `footprintUnderConstruction`; `statementWasReprepared` sorts it out
+    /// after the step.
     var authorizerRanOutsidePrepare = false
     /// The table, view or virtual table whose drop the authorizer allowed on
     /// its previous call: SQLite asks `SQLITE_DELETE` on it next, for the
@@ -52,6 +56,8 @@ public final class Database {
     /// When the statement running under the policy must stop.
     var untrustedDeadline: ContinuousClock.Instant?
     var untrustedTimeLimitExceeded = false
+    /// The guards of costly built-in functions, installed by the first policy.
+    var untrustedFunctions: UntrustedSQLFunctions?
     /// Why the authorizer last refused an action, for the error message.
     var lastRefusal: String?
     /// Statements prepared under the untrusted policy, cached apart.
@@ -65,6 +71,10 @@ public final class Database {
 
     /// The cancellation flag of the job running on this connection.
     var cancellation: CancellationFlag?
+    /// Set when the connection's queue shuts down at the end of a close's
+    /// grace period: statements then fail with "database is closed" (see
+    /// ``JobQueue/waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``).
+    var shutdown: CancellationFlag?
 
     /// How many savepoints ``inSavepoint(_:)`` has open, for unique names.
     var savepointDepth = 0
@@ -99,9 +109,12 @@ public final class Database {
     ///     (pool readers).
     ///   - cancellation: the cancellation of the access the connection is
     ///     opened for: setting it ends the open's wait for a lock.
-    init(path: String, configuration: Configuration, readOnly: Bool = false, cancellation: CancellationFlag? = nil)
-        throws
-    {
+    ///   - shutdown: the shutdown flag of the queue that opens it: setting it
+    ///     ends the open's wait for a lock too, with "database is closed".
+    init(
+        path: String, configuration: Configuration, readOnly: Bool = false, cancellation: CancellationFlag? = nil,
+        shutdown: CancellationFlag? = nil
+    ) throws {
         self.path = path
         self.configuration = configuration
         let readOnly = readOnly || configuration.readOnly
@@ -133,6 +146,7 @@ public final class Database {
         installLockWaitHandler()
         installAuthorizer()
         self.cancellation = cancellation
+        self.shutdown = shutdown
         defer { self.cancellation = nil }
         do {
             // Reads the header now, so that a file that is not a database
@@ -148,6 +162,7 @@ public final class Database {
             // A wait for a lock that cancellation ended is a cancellation.
             let isCancelled = ResultCode.busy ~= error && waitIsCancelled
             close()
+            if error.isDatabaseClosed { throw error }
             if isCancelled { throw CancellationError() }
             error.message = "\(error.message ?? "cannot open") (\(path))"
             throw error
@@ -174,9 +189,34 @@ public final class Database {
         // Uninstalling also drops the collector's reference to the last
         // statement: an unfinalized statement would keep the connection open.
         changeCollector?.uninstall(from: handle)
+        if let shutdown, shutdown.isSet {
+            // An interrupt that found no statement running stays pending
+            // until the next statement starts, and would stop the checkpoint
+            // that closing the last connection runs (the WAL file would stay).
+            sqlite3_exec(handle, "SELECT 1", nil, nil, nil)
+        }
+        if !isReadOnlyConnection && mainFileHasMoved { emptyWALOfMovedFile(handle) }
         sqlite3_close_v2(handle)
         self.handle = nil
         logger.debug("closed connection", metadata: ["path": "\(path)"])
+    }
+
+    /// SQLite does not checkpoint at close a file that moved (deleted,
+    /// renamed, or renamed over), and leaves its WAL file at the old name,
+    /// where the next connection to open a file at that path would read its
+    /// frames into that other database. Checkpointing first (into the file
+    /// this connection has open, wherever it went) and truncating the WAL
+    /// leaves nothing there to read. It does not wait for other connections'
+    /// locks: a close never blocks on them.
+    private func emptyWALOfMovedFile(_ handle: OpaquePointer) {
+        waitsForLocks = false
+        defer { waitsForLocks = true }
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if code != SQLITE_OK {
+            logger.debug(
+                "checkpoint of a moved file failed",
+                metadata: ["error": "\(SQLiteError(connection: handle, code: code))"])
+        }
     }
 
     func openHandle() throws -> OpaquePointer {
@@ -246,13 +286,14 @@ public final class Database {
         resolveUnqualifiedReads(in: &footprint)
         if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
         guard code == SQLITE_OK else {
+            // SQLite's parser stops at an interrupt too.
+            if code & 0xFF == SQLITE_INTERRUPT, let shutdown, shutdown.isSet { throw SQLiteError.databaseClosed }
             let text = sql ?? String(cString: cSQL)
             // A refused function comes back as SQLITE_ERROR ("not authorized
             // to use function"), other refusals as SQLITE_AUTH.
             if untrustedPolicy != nil, let refusal = lastRefusal {
                 lastRefusal = nil
-                throw SQLiteError(
-                    code: .auth, message: "refused: \(refusal) is not allowed in a read-only query", sql: text)
+                throw Database.untrustedRefusal(refusal, sql: text)
             }
             throw SQLiteError(connection: handle, code: code, sql: text)
         }
@@ -315,15 +356,21 @@ public final class Database {
             abandon(statement)
             throw SQLiteError(code: .interrupt, message: "interrupted: the task was cancelled", sql: statement.sql)
         }
+        if let shutdown, shutdown.isSet {
+            abandon(statement)
+            throw SQLiteError.databaseClosed
+        }
         if ownsTransaction && statement.footprint.beginsOrEndsTransaction
             && sqlite3_stmt_isexplain(statement.handle) == 0
         {
             throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }
+        if untrustedPolicy != nil { try untrustedStatementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {
             if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+            if untrustedPolicy != nil { try countUntrustedRow(statement) }
             return true
         }
         try finish(statement, code: code)
@@ -334,11 +381,18 @@ public final class Database {
     /// tracker informed and throws on failure.
     @inline(__always)
     func finish(_ statement: Statement, code: Int32) throws {
-        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
         let handle = self.handle
-        // Read the error before reset, which may overwrite it.
+        // Read the error first: a reset, or the SQL that a re-prepare's
+        // region needs, may overwrite it.
         var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
-        if untrustedPolicy != nil, let failure = error { error = untrustedError(failure) }
+        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+        if let failure = error {
+            if untrustedPolicy != nil { error = untrustedError(failure) }
+            // The shutdown of a close interrupted the statement or ended its wait for a lock.
+            if let shutdown, shutdown.isSet, ResultCode.interrupt ~= failure || ResultCode.busy ~= failure {
+                error = SQLiteError.databaseClosed
+            }
+        }
         sqlite3_reset(statement.handle)
         if let changeCollector { changeCollector.statementDidFinish(statement, succeeded: error == nil, in: self) }
         if statement.footprint.changesSchema { clearStatementCache() }
@@ -353,10 +407,26 @@ public final class Database {
         }
     }
 
-    private func statementWasReprepared(_ statement: Statement) {
+    /// The authorizer ran during the step of `statement`. When SQLite
+    /// re-prepared `statement` (after a schema change), what the authorizer
+    /// reported meanwhile becomes its footprint, and the region being
+    /// recorded takes what the new program reads: the region recorded
+    /// before the step was the old program's. Otherwise (a virtual table's
+    /// own statement) the report is dropped. Other cached statements need
+    /// nothing: SQLite re-prepares each one at its own next step.
+    ///
+    /// Runs only after the authorizer ran outside a prepare of ours, so
+    /// a step costs one flag test as before.
+    func statementWasReprepared(_ statement: Statement) {
         authorizerRanOutsidePrepare = false
-        statement.refreshColumns()
-        clearStatementCache()
+        guard var footprint = footprintUnderConstruction.take(), statement.wasReprepared else { return }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
+        statement.didReprepare(footprint: footprint)
+        if regionRecorder != nil {
+            let region = statement.executionRegion()
+            regionRecorder!.formUnion(region)
+        }
     }
 
     /// Steps `statement` until it is done, ignoring rows.

@@ -151,14 +151,20 @@ extension String: DatabaseValueConvertible {
     /// "Arthur".databaseValue   // .text("Arthur")
     /// ```
     public var databaseValue: DatabaseValue { .text(self) }
-    /// Text only: a number is not silently turned into a string.
+    /// Text only: a number is not silently turned into a string. Text that
+    /// is not valid UTF-8 reads repaired, each invalid sequence as U+FFFD
+    /// (a `String` cannot hold it; `Data` and `DatabaseValue` keep the bytes).
     ///
     /// ```swift
-    /// String.fromDatabaseValue(.integer(1))   // nil: not text
+    /// String.fromDatabaseValue(.integer(1))                         // nil: not text
+    /// String.fromDatabaseValue(.invalidUTF8Text(Data([0x61, 0xff])))   // "a\u{FFFD}"
     /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
-        guard case .text(let text) = value else { return nil }
-        return text
+        switch value {
+        case .text(let text): return text
+        case .invalidUTF8Text(let bytes): return String(decoding: bytes, as: UTF8.self)
+        default: return nil
+        }
     }
 }
 
@@ -169,15 +175,17 @@ extension Data: DatabaseValueConvertible {
     /// Data([0xff]).databaseValue   // .blob(Data([0xff]))
     /// ```
     public var databaseValue: DatabaseValue { .blob(self) }
-    /// A blob, or the UTF-8 bytes of a text.
+    /// A blob, or the bytes of a text as stored (valid UTF-8 or not).
     ///
     /// ```swift
-    /// Data.fromDatabaseValue(.text("ab"))   // Data("ab".utf8)
+    /// Data.fromDatabaseValue(.text("ab"))                   // Data("ab".utf8)
+    /// Data.fromDatabaseValue(.invalidUTF8Text(Data([0xfe])))   // Data([0xfe])
     /// ```
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
         switch value {
         case .blob(let data): return data
         case .text(let text): return Data(text.utf8)
+        case .invalidUTF8Text(let bytes): return bytes
         default: return nil
         }
     }

@@ -75,7 +75,7 @@ extension Date: DatabaseValueConvertible {
         case .integer(let seconds): return Date(timeIntervalSince1970: Double(seconds))
         case .real(let seconds): return seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil
         case .text(let text): return CivilCalendar.parse(text).map(Date.init(timeIntervalSince1970:))
-        case .blob, .null: return nil
+        case .invalidUTF8Text, .blob, .null: return nil
         }
     }
 }

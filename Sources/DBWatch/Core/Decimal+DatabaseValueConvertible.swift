@@ -34,7 +34,7 @@ extension Decimal: DatabaseValueConvertible {
         case .real(let real): return real.isFinite ? Decimal(string: "\(real)") : nil
         // Decimal(string:) is nil beyond Decimal's range ("1e999").
         case .text(let text): return isDecimalNumber(text) ? Decimal(string: text) : nil
-        case .blob, .null: return nil
+        case .invalidUTF8Text, .blob, .null: return nil
         }
     }
 

@@ -258,6 +258,8 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// ```
     public static let constraintTrigger = ResultCode(rawValue: 1811)
     /// `SQLITE_READONLY_DBMOVED`: the file was moved or deleted while open.
+    /// A `write` or `writeWithoutTransaction` of a queue or pool reports it
+    /// as ``DatabaseFileReplacedError``; a statement inside them throws it.
     ///
     /// ```swift
     /// catch ResultCode.readOnlyDatabaseMoved { … }   // the file was renamed or deleted: reopen it

@@ -171,7 +171,7 @@ extension DatabaseValue {
         case .null: return "NULL"
         case .integer: return "INTEGER"
         case .real: return "REAL"
-        case .text: return "TEXT"
+        case .text, .invalidUTF8Text: return "TEXT"
         case .blob: return "BLOB"
         }
     }

@@ -275,7 +275,7 @@ private func decodeJSON<T: Decodable>(_ type: T.Type, from value: DatabaseValue,
     let json: Data
     switch value {
     case .text(let text): json = Data(text.utf8)
-    case .blob(let data): json = data
+    case .blob(let data), .invalidUTF8Text(let data): json = data
     default: throw DecodingError.conversion(value, to: T.self, column: column)
     }
     do {
@@ -304,6 +304,9 @@ extension DecodingError {
     }
 }
 
+/// The error path, out of line: inlined, the value it reads made every
+/// property's decode method larger.
+@inline(never)
 private func mismatch<T>(_ type: T.Type, _ reader: ColumnReader, _ index: Int, _ key: any CodingKey) -> DecodingError {
     DecodingError.conversion(reader.value(at: index), to: T.self, column: key)
 }

@@ -77,6 +77,9 @@ public struct RowView {
     /// `T?` (a third of the time per column).
     @inlinable
     public func decode<T: DatabaseValueConvertible>(_ type: T.Type, at index: Int) throws -> T {
+        // Text read straight into a String, without a DatabaseValue (a
+        // check that specialization removes).
+        if T.self == String.self, let string = try checkedString(at: index) { return unsafeBitCast(string, to: T.self) }
         let value = try checkedValue(at: index)
         if let converted = T.fromDatabaseValue(value) { return converted }
         throw conversionError(value, to: T.self, at: index, named: nil)
@@ -90,6 +93,7 @@ public struct RowView {
     @inlinable
     public func decode<T: DatabaseValueConvertible>(_ type: T.Type, at column: String) throws -> T {
         let index = try checkedIndex(of: column)
+        if T.self == String.self, let string = try checkedString(at: index) { return unsafeBitCast(string, to: T.self) }
         let value = try checkedValue(at: index)
         if let converted = T.fromDatabaseValue(value) { return converted }
         throw conversionError(value, to: T.self, at: index, named: column)
@@ -106,6 +110,17 @@ public struct RowView {
                 .init(codingPath: [], debugDescription: "no column at index \(index); the row has \(count)"))
         }
         return reader.value(at: index)
+    }
+
+    /// The text at `index` as a `String` (repaired when it is not valid
+    /// UTF-8, as `String.fromDatabaseValue` reads it), or `nil` when the
+    /// value is not text or the row has no column there: ``checkedValue(at:)``
+    /// then gives the value or the error.
+    @usableFromInline
+    func checkedString(at index: Int) throws -> String? {
+        guard isValid else { throw RowView.stale }
+        guard (0..<reader.columnCount).contains(index) else { return nil }
+        return reader.string(at: index)
     }
 
     /// The position of `column`; throws `keyNotFound` when the row has no

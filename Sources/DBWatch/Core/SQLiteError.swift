@@ -7,6 +7,11 @@ import CSQLite
 /// failed. Bound values never appear in `description`, so logging an error
 /// does not leak user data.
 ///
+/// Two errors are equal when all of these are: to branch on a kind of
+/// failure, match its code (`catch ResultCode.busy`) or ask
+/// ``isDatabaseClosed``, ``isBusyOrLocked``, ``isConstraintViolation`` or
+/// ``isDiskFull``.
+///
 /// ```swift
 /// do {
 ///     try db.execute(sql: "INSERT INTO player (id, name) VALUES (?, ?)", arguments: [1, "Arthur"])
@@ -14,7 +19,7 @@ import CSQLite
 ///     logger.warning("\(error.message ?? "")")  // "UNIQUE constraint failed: player.id"
 /// }
 /// ```
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The extended result code (`.constraintUnique`), or a primary code when
     /// SQLite gave no extended one.
     ///
@@ -91,4 +96,43 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     }
 
     static let databaseClosed = SQLiteError(code: .misuse, message: "database is closed")
+
+    /// Whether this is the error of a closed database (``ResultCode/misuse``,
+    /// "database is closed"): an access after `close()`, work that the
+    /// close stopped, or the last element of an observation of a database
+    /// that closed.
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.isDatabaseClosed { … }   // shutting down: 503
+    /// ```
+    public var isDatabaseClosed: Bool { code == .misuse && message == SQLiteError.databaseClosed.message }
+
+    /// Whether another connection or process held a lock for longer than
+    /// ``Configuration/busyTimeout`` (``ResultCode/busy``), or a table was
+    /// locked (``ResultCode/locked``), with any of their extended codes: a
+    /// temporary failure that is worth a retry later. (A wait for a lock
+    /// that cancelling the task ended throws `CancellationError` instead.)
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.isBusyOrLocked { … }   // retry later: 503, Retry-After
+    /// ```
+    public var isBusyOrLocked: Bool { primaryCode == .busy || primaryCode == .locked }
+
+    /// Whether a constraint failed (``ResultCode/constraint`` and its
+    /// extended codes: unique, primary key, not null, foreign key, check):
+    /// the write conflicts with the data, and retrying it unchanged fails again.
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.isConstraintViolation { … }   // 409
+    /// ```
+    public var isConstraintViolation: Bool { primaryCode == .constraint }
+
+    /// Whether the disk (or the database's size limit) is full
+    /// (``ResultCode/full``): the write was rolled back, data committed
+    /// before is intact, and writes work again once there is space.
+    ///
+    /// ```swift
+    /// catch let error as SQLiteError where error.isDiskFull { … }   // 507
+    /// ```
+    public var isDiskFull: Bool { primaryCode == .full }
 }

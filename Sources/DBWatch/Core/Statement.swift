@@ -23,8 +23,13 @@ public final class Statement {
     /// try db.cachedStatement(sql: "SELECT * FROM player").sql   // "SELECT * FROM player"
     /// ```
     public let sql: String
-    /// What the statement reads and writes, from the authorizer.
-    let footprint: StatementFootprint
+    /// What the statement reads and writes, from the authorizer: at its
+    /// prepare, then at each time SQLite re-prepares it after a schema
+    /// change (see `Database.statementWasReprepared`).
+    private(set) var footprint: StatementFootprint
+    /// SQLite's count of its own re-prepares of this statement
+    /// (`SQLITE_STMTSTATUS_REPREPARE`) when the footprint was taken.
+    private var reprepareCount: Int32 = 0
     /// Whether the statement leaves the database unchanged (`sqlite3_stmt_readonly`).
     ///
     /// ```swift
@@ -44,6 +49,10 @@ public final class Statement {
     /// A cursor reads this statement's rows (see `ValueStepper`): the
     /// statement cache does not hand it out meanwhile.
     var isLeased = false
+    /// Under an untrusted-SQL policy: when this run of the statement must
+    /// stop, and the size of the rows it returned so far (set at its first step).
+    var untrustedDeadline: ContinuousClock.Instant?
+    var untrustedResultSize = 0
 
     /// Whether the statement cache may hand the statement out: no cursor
     /// holds it and it is not between rows.
@@ -69,9 +78,20 @@ public final class Statement {
         }
     }
 
-    /// SQLite re-prepared the statement after a schema change by another
-    /// connection: the result columns may differ.
-    func refreshColumns() {
+    /// Whether SQLite re-prepared the statement since its footprint was
+    /// taken: asked only after the authorizer ran outside a prepare of ours.
+    var wasReprepared: Bool {
+        sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0) != reprepareCount
+    }
+
+    /// SQLite re-prepared the statement after a schema change (by another
+    /// connection, or before the first step of a transaction that found a
+    /// newer schema): takes what the new program reads and writes, its
+    /// result columns, and forgets the rows it looked up by rowid.
+    func didReprepare(footprint: StatementFootprint) {
+        self.footprint = footprint
+        reprepareCount = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
+        rowIDLookupsCache = nil
         columnCount = sqlite3_column_count(handle)
         columnNames = Statement.columnNames(of: handle)
     }

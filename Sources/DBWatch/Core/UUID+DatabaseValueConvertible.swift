@@ -40,7 +40,7 @@ extension UUID: DatabaseValueConvertible {
             return UUID(uuid: uuid)
         case .text(let text):
             return UUID(uuidString: text)
-        case .integer, .real, .null:
+        case .integer, .real, .invalidUTF8Text, .null:
             return nil
         }
     }

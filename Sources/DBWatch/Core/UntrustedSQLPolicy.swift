@@ -29,31 +29,62 @@ public struct UntrustedSQLPolicy: Sendable {
 
     /// The largest string or blob, in bytes, that a statement may make or
     /// read (SQLite's `SQLITE_LIMIT_LENGTH`); beyond it the statement throws
-    /// ``ResultCode/tooBig``. Default 100 MB; `nil` keeps the connection's
+    /// ``ResultCode/tooBig``. Default 1 MB; `nil` keeps the connection's
     /// own limit (about 1 GB).
     ///
-    /// The time limit is checked between steps of the virtual machine, not
-    /// inside one function call: `zeroblob(1000000000)` or
-    /// `replace(…)` of a large text would take gigabytes of memory and
-    /// seconds before the statement could be stopped; with this limit they
-    /// fail at once. (SQLite's `printf()` gives `NULL` instead of a value
-    /// beyond the limit, though its time still grows with the width asked.)
+    /// The time limit is checked every 100 steps of the virtual machine,
+    /// not inside one function call, so this limit is what bounds one step:
+    /// at 1 MB the costliest calls (`randomblob`, a copy, a `LIKE` against
+    /// a pattern of 100 bytes, the most SQLite allows under a policy) take
+    /// milliseconds to about 0.3 s. Calls whose time grows with the product
+    /// of their arguments' sizes (`instr`, `replace`, `trim`) or with a
+    /// width (`printf('%.*c', …)`) are refused beyond a bound, with
+    /// ``ResultCode/tooBig``. A larger limit makes each of these steps
+    /// longer in proportion: the time limit and cancellation then hold
+    /// less tightly.
     ///
     /// ```swift
     /// var policy = UntrustedSQLPolicy()
-    /// policy.maximumValueLength = 1_000_000
+    /// policy.maximumValueLength = 10_000_000   // values up to 10 MB
     /// ```
     public var maximumValueLength: Int?
+
+    /// The largest result, in bytes, that one statement may return: the
+    /// sum over all its rows of the sizes of their values (text and blobs
+    /// by their bytes, numbers 8 bytes, `NULL` 0). Beyond it the statement
+    /// is stopped and throws ``SQLiteError`` with code ``ResultCode/tooBig``
+    /// ("the result is larger than …"). Default 100 MB, 100 values at the
+    /// largest length, and about what a process can hold and print
+    /// without trouble (the rows' memory is about this plus some 50 bytes
+    /// per value); `nil` for no limit.
+    ///
+    /// ```swift
+    /// var policy = UntrustedSQLPolicy()
+    /// policy.maximumResultSize = 10_000_000   // results up to 10 MB
+    /// ```
+    public var maximumResultSize: Int?
 
     /// Creates a policy: `UntrustedSQLPolicy(timeLimit: .seconds(2))`.
     ///
     /// ```swift
     /// let policy = UntrustedSQLPolicy(timeLimit: .seconds(2), maximumValueLength: nil)   // SQLite's own limit
     /// ```
-    public init(timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 100_000_000) {
+    public init(
+        timeLimit: Duration = .seconds(5), maximumValueLength: Int? = 1_000_000, maximumResultSize: Int? = 100_000_000
+    ) {
         self.timeLimit = timeLimit
         self.maximumValueLength = maximumValueLength
+        self.maximumResultSize = maximumResultSize
     }
+
+    /// The longest `LIKE` or `GLOB` pattern, in bytes, under a policy
+    /// (SQLite's `SQLITE_LIMIT_LIKE_PATTERN_LENGTH`, 50000 by default): a
+    /// match takes time in proportion to the text's size times the
+    /// pattern's, about 0.3 s for 1 MB against 100 bytes.
+    static let maximumPatternLength: Int32 = 100
+
+    /// How many steps of the virtual machine run between two checks of the time limit.
+    static let stepsBetweenChecks: Int32 = 100
 
     /// Pragmas that only read, allowed without a value.
     static let readOnlyPragmas: Set<String> = [

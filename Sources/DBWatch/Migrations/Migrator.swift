@@ -397,7 +397,7 @@ public struct Migrator: Sendable {
         }
         do {
             try db.execute(sql: statement.sql)
-        } catch let error as SQLiteError where error.code.primary != .interrupt {
+        } catch let error as SQLiteError where error.code.primary != .interrupt && !error.isDatabaseClosed {
             throw failure(error)
         }
         // Transaction control is refused above; this guards the guarantee anyway.

@@ -38,7 +38,7 @@ final class FetchBatch: ConnectionJob {
             } catch {
                 // `BEGIN` failed: the remaining fetches did not run. (A
                 // fetch's own error went to its driver.)
-                again += drivers[fetched...].filter { $0.fetchFailed(error) }
+                again += drivers[fetched...].filter { $0.fetchFailed(error, startSerial: startSerial) }
                 fetched = drivers.count
             }
         }
@@ -47,7 +47,7 @@ final class FetchBatch: ConnectionJob {
     }
 
     func fail(with error: any Error) {
-        let again = drivers.filter { $0.fetchFailed(error) }
+        let again = drivers.filter { $0.fetchFailed(error, startSerial: .max) }
         center.enqueueFetches(of: again)
     }
 }

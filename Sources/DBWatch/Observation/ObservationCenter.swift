@@ -12,9 +12,11 @@ protocol ObservationDriving: AnyObject, Sendable {
     /// Returns whether the driver must fetch again at once (a commit it may
     /// not have seen touched its region).
     func fetch(on database: Database, startSerial: UInt64) -> Bool
-    /// The fetch could not run (no connection, or the queue closed).
-    /// Returns whether the driver must fetch again at once.
-    func fetchFailed(_ error: any Error) -> Bool
+    /// The fetch could not run (its read transaction could not begin, no
+    /// connection, or the queue closed); `startSerial` is the serial read
+    /// before it tried, `.max` when unknown. Returns whether the driver must
+    /// fetch again at once.
+    func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool
     /// Its last fetches were slow: the next one runs in a batch of its own.
     var fetchesAlone: Bool { get }
     /// The database file was replaced: deliver the error.
@@ -36,6 +38,9 @@ final class ObservationCenter: Sendable {
     private struct Entry {
         let driver: any ObservationDriving
         var region: DatabaseRegion?
+        /// Its last fetch failed: every commit refetches it (see
+        /// ``fetchDidFinish(_:region:failed:startSerial:)``).
+        var observesEverything = false
         var notifications = 0
         let registeredAt: UInt64
     }
@@ -50,6 +55,8 @@ final class ObservationCenter: Sendable {
         var entries: [ObjectIdentifier: Entry] = [:]
         var shared: [SharingKey: ObjectIdentifier] = [:]
         var byTable: [TableName: [ObjectIdentifier: TableRegion]] = [:]
+        /// The entries whose last fetch failed; usually none.
+        var observingEverything: Set<ObjectIdentifier> = []
         /// Recent commits, oldest first.
         var recent: [RecentCommit] = []
         /// The database closed: observations end at once.
@@ -67,6 +74,8 @@ final class ObservationCenter: Sendable {
 
     private let state = Locked(State())
     private let observationCount = Atomic<Int>(0)
+    /// The subscriptions of all observations (see ``subscriberCount``).
+    private let subscriptions = Atomic<Int>(0)
     let logger: Logger
 
     /// Where the fetches run: the pool's readers, or the queue's connection.
@@ -82,6 +91,15 @@ final class ObservationCenter: Sendable {
 
     /// The number of running observations (shared requests count once).
     var count: Int { observationCount.load(ordering: .acquiring) }
+
+    /// The subscriptions of all observations: each iteration of an
+    /// observation counts, also when it shares its driver with others.
+    var subscriberCount: Int { subscriptions.load(ordering: .relaxed) }
+
+    /// A driver added (`1`) or removed (`-1`) a subscriber.
+    func subscribersDidChange(by delta: Int) {
+        subscriptions.add(delta, ordering: .relaxed)
+    }
 
     /// The serial of the last published commit.
     var commitSerial: UInt64 { state.withLock { $0.commitSerial } }
@@ -131,6 +149,7 @@ final class ObservationCenter: Sendable {
             guard let entry = state.entries.removeValue(forKey: id) else { return }
             if let key = driver.sharingKey, state.shared[key] == id { state.shared[key] = nil }
             if let region = entry.region { Self.unindex(id, region: region, in: &state) }
+            if entry.observesEverything { state.observingEverything.remove(id) }
             observationCount.subtract(1, ordering: .releasing)
             if state.entries.isEmpty { state.recent.removeAll() }
         }
@@ -138,20 +157,38 @@ final class ObservationCenter: Sendable {
 
     /// Records the region of a finished fetch. Returns whether a commit
     /// published after `startSerial` touched that region (the fetch may not
-    /// have seen it, so the driver must fetch again).
-    func fetchDidFinish(_ driver: some ObservationDriving, region: DatabaseRegion, startSerial: UInt64) -> Bool {
+    /// have seen it, so the driver must fetch again); `.max` checks nothing.
+    ///
+    /// A fetch that `failed` (threw) observes the whole database until a
+    /// fetch succeeds: its error may depend on anything, also on what it
+    /// did not get to read (a fetch that throws before running any SQL
+    /// reads nothing), so every commit refetches it. A fetch that succeeds
+    /// observes what it read, nothing when it read nothing (its value cannot
+    /// change). Costs nothing per commit while no fetch is failing.
+    func fetchDidFinish(
+        _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
+    ) -> Bool {
         let id = ObjectIdentifier(driver)
         return state.withLock { state in
             guard var entry = state.entries[id] else { return false }
-            if entry.region != region {
+            if entry.region != region || entry.observesEverything != failed {
                 if let old = entry.region { Self.unindex(id, region: old, in: &state) }
                 for (table, read) in region.entries {
                     state.byTable[table, default: [:]][id] = read
                 }
                 entry.region = region
+                if entry.observesEverything != failed {
+                    entry.observesEverything = failed
+                    if failed {
+                        state.observingEverything.insert(id)
+                    } else {
+                        state.observingEverything.remove(id)
+                    }
+                }
                 state.entries[id] = entry
             }
             guard startSerial < state.commitSerial else { return false }
+            if failed { return true }  // any commit since may change the outcome
             let oldest = state.recent.first?.serial ?? state.commitSerial + 1
             if startSerial + 1 < oldest { return true }  // the log no longer covers the fetch
             return state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
@@ -192,6 +229,7 @@ final class ObservationCenter: Sendable {
                     ids.insert(id)
                 }
             }
+            if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
             for id in ids {
                 state.entries[id]!.notifications += 1
                 touched.append(state.entries[id]!.driver)

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// Runs one observed request: fetches it on a reader (never holding the
@@ -76,6 +77,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
                 return false
             }
             state.subscribers.append(subscription)
+            center.subscribersDidChange(by: 1)
             if state.isClosed {
                 wakeup = subscription.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
                 return true
@@ -119,7 +121,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     func remove(_ id: ObjectIdentifier) {
         var timer: Task<Void, Never>?
         let isLast = state.withLock { state -> Bool in
+            let count = state.subscribers.count
             state.subscribers.removeAll { ObjectIdentifier($0) == id }
+            if state.subscribers.count < count { center.subscribersDidChange(by: -1) }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
                 // Nobody waits for its result (promise 9).
@@ -148,6 +152,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     func deliver(_ error: any Error) {
+        log(.failed(error))
         let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
             state.lastResult = .failure(error)
             state.valuesDelivered += 1
@@ -225,18 +230,19 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     var fetchesAlone: Bool { state.withLock { $0.slowFetchStreak >= 2 } }
 
-    func fetchFailed(_ error: any Error) -> Bool {
-        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: .max)
+    func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool {
+        fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: startSerial)
     }
 
     /// Delivers a fetch's result; returns whether to fetch again at once.
     private func fetchDidFinish(
         _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
     ) -> Bool {
-        let missedCommit =
-            startSerial == .max ? false : center.fetchDidFinish(self, region: region, startSerial: startSerial)
+        let failed = if case .failure = result { true } else { false }
+        let missedCommit = center.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         var timerOffset: Duration?
         var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
+        var transition: LogTransition?
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
             state.fetches += 1
@@ -246,6 +252,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             guard !state.isClosed else { return false }
             if missedCommit { state.needsFetch = true }
             let changed = !isSame(result, state.lastResult)
+            if changed && !state.isStopped { transition = Self.logTransition(from: state.lastResult, to: result) }
             // Handed under the lock: once `isFetching` is false, a commit can
             // start another fetch whose newer result must not be overwritten
             // by this one on its way to the mailboxes. Consumers are woken
@@ -273,8 +280,43 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return true
         }
         for wakeup in wakeups { wakeup.resume() }
+        if let transition { log(transition) }
         if let timerOffset, let limit = options.rateLimit { scheduleTimer(until: timerOffset, limit: limit) }
         return startAnother
+    }
+
+    // MARK: - Logging
+
+    /// A change between failing and succeeding worth a log entry: logged
+    /// once per transition (and per new error), not per repeated failure.
+    private enum LogTransition {
+        case failed(any Error)
+        case recovered
+    }
+
+    /// What to log when a fetch's result replaces `previous`: a new error,
+    /// or the first success after one. A closed database and a cancelled
+    /// fetch are not failures of the request.
+    private static func logTransition(
+        from previous: Result<Request.Value, any Error>?, to result: Result<Request.Value, any Error>
+    ) -> LogTransition? {
+        switch result {
+        case .failure(let error):
+            if error is CancellationError || (error as? SQLiteError)?.isDatabaseClosed == true { return nil }
+            return .failed(error)
+        case .success:
+            if case .failure(let error)? = previous, !(error is CancellationError) { return .recovered }
+            return nil
+        }
+    }
+
+    private func log(_ transition: LogTransition) {
+        switch transition {
+        case .failed(let error):
+            center.logger.warning("observation of \(String(describing: request)) failed: \(error)")
+        case .recovered:
+            center.logger.info("observation of \(String(describing: request)) recovered")
+        }
     }
 
     private func isSame(_ result: Result<Request.Value, any Error>, _ previous: Result<Request.Value, any Error>?)

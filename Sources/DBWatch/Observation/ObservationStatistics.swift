@@ -35,7 +35,9 @@ public struct ObservationStatistics: Sendable, Hashable, CustomStringConvertible
     /// pool.statistics(for: TopPlayers())?.changesSkipped   // 1: TopPlayers reads no team
     /// ```
     public var changesSkipped = 0
-    /// The region of the last fetch.
+    /// The region of the last fetch. After a failed fetch, every commit
+    /// refetches the observation, whatever this region holds, until a
+    /// fetch succeeds.
     ///
     /// ```swift
     /// pool.statistics(for: TopPlayers())?.region.description   // "main.player(id, name, score)"

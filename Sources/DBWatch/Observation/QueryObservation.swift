@@ -42,8 +42,10 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
 
     /// The same observation with errors delivered as `.failure` values
     /// instead of ending the sequence: the next change refetches, and a
-    /// fixed schema recovers to `.success`. It ends only when the consumer
-    /// stops or the database closes (after a last `.failure`).
+    /// fixed schema recovers to `.success`. Until a fetch succeeds again,
+    /// every commit counts as a change, whatever the failed fetch read (an
+    /// error may depend on anything). It ends only when the consumer stops
+    /// or the database closes (after a last `.failure`).
     ///
     /// ```swift
     /// for await result in pool.observe(TopPlayers()).results {

@@ -100,6 +100,14 @@ final class ChangeCollector {
         if hooksInstalled { currentStatement = statement }
     }
 
+    /// SQLite is re-preparing the statement being stepped: the rows it
+    /// changes during this step count for all their columns (see
+    /// `rowWillChange`), since its footprint is the old program's until the
+    /// step returns.
+    func statementIsBeingReprepared() {
+        currentStatement = nil
+    }
+
     /// The statement finished (done, failed, or reset early).
     func statementDidFinish(_ statement: Statement, succeeded: Bool, in database: Database) {
         if statement.footprint.changesSchema { schemaChangedInJob = true }

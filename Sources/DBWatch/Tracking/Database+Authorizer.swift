@@ -37,11 +37,15 @@ extension Database {
         default:
             break
         }
-        guard footprintUnderConstruction != nil else {
-            // SQLite is preparing on its own: a re-prepare after a schema
-            // change, or a virtual table module's internal statement.
-            if action == SQLITE_SELECT || action == SQLITE_READ { authorizerRanOutsidePrepare = true }
-            return action == SQLITE_DELETE ? deleteAnswer(first, droppedObject: droppedObject) : SQLITE_OK
+        if footprintUnderConstruction == nil {
+            // SQLite is preparing on its own, inside a step: a re-prepare
+            // after a schema change, or a virtual table module's internal
+            // statement. Collected like a prepare of ours; the step decides
+            // what it was (see `statementWasReprepared`). Meanwhile the
+            // change hooks cannot trust the old footprint's columns.
+            footprintUnderConstruction = StatementFootprint()
+            authorizerRanOutsidePrepare = true
+            changeCollector?.statementIsBeingReprepared()
         }
         switch action {
         case SQLITE_READ:

@@ -12,7 +12,10 @@
 /// as the database, is the truth: it changes exactly when another
 /// connection commits. inotify on the database folder wakes the check
 /// without polling; a slow poll covers what inotify misses (network file
-/// systems, overflowing event queues).
+/// systems, overflowing event queues). A WAL commit raises its event before
+/// it is published: while another connection still holds the WAL write
+/// lock, the check is repeated 1, 2, 4 … 64 ms apart, for at most the poll
+/// interval, until it is released.
 public struct ExternalChangeDetection: Sendable {
     /// The fallback poll interval. Default 1 second; shorter than
     /// ``minimumPollInterval`` (or negative) counts as that minimum.
@@ -41,6 +44,26 @@ public struct ExternalChangeDetection: Sendable {
     public var usesFileNotifications: Bool
     let sleep: @Sendable (Duration) async throws -> Void
 
+    /// How a check follows a commit that another connection has written to
+    /// the WAL but not yet published in the `-shm` index.
+    @_spi(Benchmarks)
+    public enum InFlightCommits: Sendable {
+        /// One more check 3 ms after an event, as before issue 15: a writer
+        /// kept off a core longer than that leaves its commit to the poll.
+        case settleOnce
+        /// Checks again 1, 2, 4 … 64 ms apart (7 times) after every event,
+        /// whatever the lock table says (what runs when it cannot be read).
+        case backoff
+        /// Checks 1 ms after an event, then 2, 4 … 64 ms apart (then every
+        /// 64 ms, within the poll interval) while a connection holds the WAL
+        /// write lock; the check made once none does is the last.
+        case whileWriteLockHeld
+    }
+
+    /// How in-flight commits are followed; the benchmarks compare the policies.
+    @_spi(Benchmarks)
+    public var inFlightCommits: InFlightCommits = .whileWriteLockHeld
+
     /// Creates detection options.
     ///
     /// - Parameters:
@@ -63,12 +86,19 @@ public struct ExternalChangeDetection: Sendable {
 /// The database file was replaced (renamed over, or deleted and recreated)
 /// while open: the connections still read the old file. Reopen the database.
 ///
+/// Observations deliver it when external change detection is on. Writes
+/// throw it whenever the file is no longer at its path (deleted, renamed,
+/// or renamed over), detection on or not: they would otherwise commit into
+/// a file that no path names.
+///
+/// Recognise it by its type: `catch let error as DatabaseFileReplacedError`.
+///
 /// ```swift
 /// for await result in pool.observe(TopPlayers()).results {
 ///     if case .failure(let error as DatabaseFileReplacedError) = result { reopen(error.path) }
 /// }
 /// ```
-public struct DatabaseFileReplacedError: Error, Sendable, CustomStringConvertible {
+public struct DatabaseFileReplacedError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The path of the replaced file.
     ///
     /// ```swift

@@ -14,9 +14,31 @@ import Synchronization
 /// (already published precisely by the hooks) are not counted twice. An
 /// external commit does not say what it changed: every observation refetches,
 /// and deduplication hides the values that did not change.
+///
+/// A WAL commit raises its inotify event when it writes its frames, before
+/// it publishes them in the `-shm` index, and the writer can stay in
+/// between for many milliseconds (its `fsync` of the WAL with `synchronous =
+/// FULL`, SQLite's default; a busy machine keeping it off a core): a check
+/// then sees no new `data_version`, and no event follows the publication.
+/// So each event also starts a run of checks, 1 ms later, then 2, 4 … 64 ms
+/// apart, then every 64 ms, while a connection holds the WAL write lock
+/// (``WALWriteLock``, read off the writer connection), for at most the poll
+/// interval: the check made once no connection holds it sees every commit
+/// written before. Nothing runs between events, and a writer that holds the
+/// lock without writing (an open transaction) starts nothing.
 final class ExternalChangeMonitor: Sendable {
     private struct State {
         var checkQueued = false
+        /// The run that follows the last file event: its number (an older
+        /// run stops), its next step, and when it started.
+        var followRun = 0
+        var followStep = 0
+        var followStart = ContinuousClock.now
+        /// When the run's next step is due; `nil` when none is.
+        var followDue: ContinuousClock.Instant?
+        /// Consecutive checks that a lock made fail (a rollback-journal
+        /// writer committing): each is retried after 1, 2, 4 … 64 ms.
+        var busyChecks = 0
         var dataVersion: Int64?
         var fileIdentity: FileIdentity?
         var replacementReported = false
@@ -24,6 +46,8 @@ final class ExternalChangeMonitor: Sendable {
         /// truncated, unreadable), until a check succeeds again.
         var checkFailure: String?
         var externalCommits = 0
+        var checks = 0
+        var followSteps = 0
         var pollTask: Task<Void, Never>?
         var watcher: FileWatcher?
         var isStopped = false
@@ -42,9 +66,15 @@ final class ExternalChangeMonitor: Sendable {
     }
 
     let path: String
+    private let inFlightCommits: ExternalChangeDetection.InFlightCommits
+    /// How long rechecks may follow one writer: the poll takes over after.
+    private let recheckLimit: Duration
     private let center: ObservationCenter
     private let writerQueue: JobQueue
     private let state = Locked(State())
+    /// Where the follow-up steps wait: a queue of its own (a thread of its
+    /// own when needed), not the global pool that other code may keep busy.
+    private let timers = DispatchQueue(label: "dbwatch.external-changes")
     private let logger: Logger
 
     /// Starts watching `path` from `dataVersion`, the writer connection's
@@ -54,6 +84,8 @@ final class ExternalChangeMonitor: Sendable {
         dataVersion: Int64?, logger: Logger
     ) throws {
         self.path = path
+        self.inFlightCommits = detection.inFlightCommits
+        self.recheckLimit = detection.effectivePollInterval
         self.center = center
         self.writerQueue = writerQueue
         self.logger = logger
@@ -69,7 +101,7 @@ final class ExternalChangeMonitor: Sendable {
                 name: FileWatcher.anyChange, name + "-wal": FileWatcher.anyChange,
                 name + "-journal": FileWatcher.removal,
             ]
-            watcher = try FileWatcher(directory: directory, names: names) { [weak self] in self?.requestCheck() }
+            watcher = try FileWatcher(directory: directory, names: names) { [weak self] in self?.fileChanged() }
         }
         let interval = detection.effectivePollInterval
         let sleep = detection.sleep
@@ -95,6 +127,12 @@ final class ExternalChangeMonitor: Sendable {
     /// The number of external commits detected so far.
     var externalCommitCount: Int { state.withLock { $0.externalCommits } }
 
+    /// The number of checks run so far.
+    var checkCount: Int { state.withLock { $0.checks } }
+
+    /// The number of steps run so far by the runs that follow file events.
+    var followStepCount: Int { state.withLock { $0.followSteps } }
+
     /// Stops the watcher and the poll.
     func stop() {
         let (watcher, task) = state.withLock { state in
@@ -115,6 +153,67 @@ final class ExternalChangeMonitor: Sendable {
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 
+    /// Queues a check for a file event, and follows the commit the event
+    /// may announce until it is published: the first step 1 ms later. An
+    /// event during a run leaves it at its pace, so a stream of events (the
+    /// app's own writes, a bulk load) costs steps 1, 2, 4 … 64 ms apart, not
+    /// one per event.
+    func fileChanged() {
+        requestCheck()
+        let first = inFlightCommits == .settleOnce ? 3 : 1
+        let now = ContinuousClock.now
+        let run = state.withLock { state -> Int? in
+            guard !state.isStopped, state.followDue == nil else { return nil }
+            state.followStep = 0
+            state.followStart = now
+            state.followRun += 1
+            state.followDue = now + .milliseconds(first)
+            return state.followRun
+        }
+        if let run { follow(run, after: first) }
+    }
+
+    private func follow(_ run: Int, after milliseconds: Int) {
+        timers.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+            self?.followUp(run)
+        }
+    }
+
+    /// One step of the run that follows a file event: a check, and with the
+    /// lock table, another step while a connection holds the WAL write lock
+    /// (the check after its release is the last); without the table,
+    /// ``blindRechecks`` steps, 1, 2, 4 … 64 ms apart.
+    private func followUp(_ run: Int) {
+        let lock = inFlightCommits == .whileWriteLockHeld ? WALWriteLock.state(databasePath: path) : .unknown
+        let now = ContinuousClock.now
+        let (checkNow, delay) = state.withLock { state -> (Bool, Int?) in
+            guard state.followRun == run, !state.isStopped else { return (false, nil) }
+            state.followSteps += 1
+            state.followStep += 1
+            let step = state.followStep
+            let next: (Bool, Int?)
+            switch (inFlightCommits, lock) {
+            case (.settleOnce, _):
+                next = (true, nil)
+            case (.backoff, _), (.whileWriteLockHeld, .unknown):
+                next = (true, step < Self.blindRechecks ? 1 << step : nil)
+            case (.whileWriteLockHeld, .free):
+                // A check queued and not started yet reads after this, so
+                // requestCheck() adds none; one already running may read before.
+                next = (true, nil)
+            case (.whileWriteLockHeld, .held):
+                // Checked too: the commit may be published and the lock not
+                // yet released (the writer kept off a core in between).
+                let within = now - state.followStart < recheckLimit
+                next = (true, within ? min(1 << min(step, 16), Self.longestRecheckDelay) : nil)
+            }
+            state.followDue = next.1.map { now + .milliseconds($0) }
+            return next
+        }
+        if checkNow { requestCheck() }
+        if let delay { follow(run, after: delay) }
+    }
+
     /// Queues one check on the writer, unless one is already queued.
     func requestCheck() {
         let queue = state.withLock { state -> Bool in
@@ -129,9 +228,13 @@ final class ExternalChangeMonitor: Sendable {
 
     /// Runs on the writer connection, between jobs.
     fileprivate func check(on db: Database) {
-        state.withLock { $0.checkQueued = false }
+        state.withLock { state in
+            state.checkQueued = false
+            state.checks += 1
+        }
         let version: Int64?
         var failure: String?
+        var busy = false
         do {
             version = try db.fetchOne(Int64.self, sql: "PRAGMA data_version")
         } catch {
@@ -140,7 +243,8 @@ final class ExternalChangeMonitor: Sendable {
             // Another connection holding a lock is no news; anything else
             // (a file overwritten, truncated or unreadable) is.
             let code = (error as? SQLiteError)?.primaryCode
-            if code != .busy && code != .locked { failure = "\(error)" }
+            busy = code == .busy || code == .locked
+            if !busy { failure = "\(error)" }
         }
         let identity = FileIdentity(path: path)
         let (committed, replaced) = state.withLock { state -> (Bool, Bool) in
@@ -166,6 +270,19 @@ final class ExternalChangeMonitor: Sendable {
             }
             return (committed, replaced)
         }
+        let busyDelay = state.withLock { state -> Int? in
+            guard busy else {
+                state.busyChecks = 0
+                return nil
+            }
+            state.busyChecks += 1
+            return state.busyChecks <= Self.blindRechecks ? 1 << (state.busyChecks - 1) : nil
+        }
+        if let busyDelay {
+            timers.asyncAfter(deadline: .now() + .milliseconds(busyDelay)) { [weak self] in
+                self?.requestCheck()
+            }
+        }
         if committed {
             var changes = DatabaseChanges()
             changes.affectsEverything = true
@@ -176,6 +293,14 @@ final class ExternalChangeMonitor: Sendable {
             center.databaseFileWasReplaced(DatabaseFileReplacedError(path: path))
         }
     }
+}
+
+extension ExternalChangeMonitor {
+    /// The longest wait between two rechecks.
+    static let longestRecheckDelay = 64
+    /// How many rechecks follow an event when the lock table cannot be read,
+    /// and retry a check that a lock made fail.
+    static let blindRechecks = 7
 }
 
 private final class CheckJob: ConnectionJob {

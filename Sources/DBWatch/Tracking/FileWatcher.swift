@@ -65,9 +65,6 @@ final class FileWatcher: Sendable {
         close(stopPipe.write)
     }
 
-    /// How long after the last event the settling check runs.
-    static let settleMilliseconds: Int32 = 3
-
     /// Every change to a file.
     static let anyChange = UInt32(IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE)
     /// The file going away.
@@ -82,21 +79,15 @@ final class FileWatcher: Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
         // A WAL commit writes its frames (the event) before it publishes them
-        // in the memory-mapped `-shm` index (no event): a check run at once
-        // can come too early. One more check after the events settle covers it.
-        var settleCheckDue = false
+        // in the memory-mapped `-shm` index (no event): the monitor, not this
+        // thread, checks again while the writer is in between.
         while true {
             descriptors[0].revents = 0
             descriptors[1].revents = 0
-            let ready = poll(&descriptors, 2, settleCheckDue ? Self.settleMilliseconds : -1)
+            let ready = poll(&descriptors, 2, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return
-            }
-            if ready == 0 {
-                settleCheckDue = false
-                onChange()
-                continue
             }
             if descriptors[1].revents != 0 { return }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
@@ -116,10 +107,7 @@ final class FileWatcher: Sendable {
                 }
                 offset += MemoryLayout<inotify_event>.size + nameLength
             }
-            if relevant {
-                onChange()
-                settleCheckDue = true
-            }
+            if relevant { onChange() }
         }
     }
 }

@@ -192,7 +192,8 @@ extension Database {
         var tables: [Int64: String] = [:]
         let cursor = try fetchCursor(sql: "SELECT rootpage, name FROM main.sqlite_schema WHERE type = 'table'")
         while let row = try cursor.next() {
-            if case .integer(let page) = row[0], case .text(let name) = row[1] { tables[page] = name }
+            // A name that is not valid UTF-8 is repaired, as the authorizer's are.
+            if case .integer(let page) = row[0], let name = String.fromDatabaseValue(row[1]) { tables[page] = name }
         }
         return tables
     }

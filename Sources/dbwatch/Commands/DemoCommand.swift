@@ -104,7 +104,7 @@ struct DemoCommand: AsyncParsableCommand {
                 try await Migrator(migrations: DemoMigrations.migrations).migrate(database)
                 _ = try await database.write { db in try DemoSimulation.seedIfEmpty(db, seed: seed) }
             } catch {
-                database.close()
+                await database.close()
                 throw error
             }
             return database
@@ -114,9 +114,9 @@ struct DemoCommand: AsyncParsableCommand {
     /// An in-memory queue, or a pool on `--db` that also sees other
     /// processes' commits.
     private func openDatabase(lockWaitWillStart: (@Sendable () -> Void)?) throws -> any DatabaseWriter {
-        guard let db else { return try DatabaseQueue() }
+        guard let db else { return try DatabaseQueue(configuration: .commandLine()) }
         try DatabaseFile.checkNotDirectory(db)
-        var configuration = Configuration()
+        var configuration = Configuration.commandLine()
         configuration.allowsURIFilenames = false
         configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .seconds(1))
         configuration.lockWaitWillStart = lockWaitWillStart

@@ -24,7 +24,9 @@ struct ExplainCommand: AsyncParsableCommand {
     @Argument(help: "The query to explain (one statement).")
     var sql: String
 
-    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
+    @Option(
+        name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help,
+        transform: SQLArgument.parse)
     var arguments: [SQLArgument] = []
 
     @Flag(inversion: .prefixedNo, help: "Print SQLite's query plan (EXPLAIN QUERY PLAN).")
@@ -34,22 +36,29 @@ struct ExplainCommand: AsyncParsableCommand {
         help: ArgumentHelp("Stop the query if it runs longer than this many seconds (exit 68).", valueName: "seconds"))
     var timeLimit: Double = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Stop a query whose result is larger than this many bytes (exit 65).", valueName: "bytes"))
+    var maxResultSize: Int = 100_000_000
+
     func validate() throws {
         if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("The SQL is empty.") }
+        if maxResultSize < 1 { throw ValidationError("--max-result-size must be at least 1 byte.") }
         if !(timeLimit > 0 && timeLimit <= 86_400) {
             throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
     }
 
     func run() async throws {
-        let interrupt = InterruptSignal()
+        let interrupt = InterruptSignal(exitStatus: .interrupted)
         let pool = try await DatabasePool.openForWatching(database, pollInterval: nil, interrupt: interrupt)
         defer { pool.close() }
         let query = WatchedQuery(
-            sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
+            sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
+            maximumResultSize: maxResultSize)
         let sql = self.sql
         let plan = self.plan
-        let policy = UntrustedSQLPolicy(timeLimit: .seconds(timeLimit))
+        let policy = query.policy
         do {
             // Ctrl-C or SIGTERM cancels the reads, which interrupts the running statement.
             let text = try await interrupt.cancellingOnSignal {

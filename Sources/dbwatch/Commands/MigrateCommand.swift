@@ -85,7 +85,9 @@ struct MigrateCommand: AsyncParsableCommand {
     /// The database read-only, or an empty in-memory one when the file does
     /// not exist: `--status` and `--dry-run` create nothing.
     private func openWithoutWriting() throws -> (DatabaseQueue, exists: Bool) {
-        guard FileManager.default.fileExists(atPath: database) else { return (try DatabaseQueue(), false) }
+        guard FileManager.default.fileExists(atPath: database) else {
+            return (try DatabaseQueue(configuration: .commandLine()), false)
+        }
         try DatabaseFile.checkExists(database)
         var configuration = databaseConfiguration()
         configuration.readOnly = true
@@ -93,7 +95,7 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     private func databaseConfiguration() -> Configuration {
-        var configuration = Configuration()
+        var configuration = Configuration.commandLine()
         configuration.allowsURIFilenames = false
         configuration.lockWaitWillStart = LockWaitNotice(path: database).handler
         return configuration

@@ -16,8 +16,9 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             The database is opened read-only and never created. The SQL may only read: writes, schema \
             changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension() and \
-            fts3_tokenizer() are refused (exit 67), and a query that runs longer than --time-limit is \
-            stopped (exit 68).
+            fts3_tokenizer() are refused (exit 67), a query that runs longer than --time-limit is \
+            stopped (exit 68), and a value over 1 MB, a result over --max-result-size or a call of \
+            instr, replace, trim or printf too costly to be stopped in time fails (exit 65).
 
             Commits by other processes (an app, a cron job, the sqlite3 shell) are detected with \
             PRAGMA data_version, checked every --interval seconds and, for a database in WAL mode, at \
@@ -41,7 +42,9 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The query to watch; give several to watch each. Each holds one statement.")
     var sql: [String] = []
 
-    @Option(name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help)
+    @Option(
+        name: .customLong("arg"), parsing: .unconditionalSingleValue, help: SQLArgument.help,
+        transform: SQLArgument.parse)
     var arguments: [SQLArgument] = []
 
     @Option(
@@ -65,6 +68,11 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop a query that runs longer than this many seconds (exit 68).", valueName: "seconds"))
     var timeLimit: Double = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Stop a query whose result is larger than this many bytes (exit 65).", valueName: "bytes"))
+    var maxResultSize: Int = 100_000_000
+
     @Option(help: "Colour and reverse video: auto (on a terminal unless NO_COLOR is set), always or never.")
     var color: ColorMode = .auto
 
@@ -81,13 +89,14 @@ struct WatchCommand: AsyncParsableCommand {
         if !(timeLimit > 0 && timeLimit <= 86_400) {
             throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
         }
+        if maxResultSize < 1 { throw ValidationError("--max-result-size must be at least 1 byte.") }
         if format == .csv && sql.count > 1 {
             throw ValidationError("--format csv watches one SQL; use ndjson for several.")
         }
     }
 
     func run() async throws {
-        let interrupt = InterruptSignal()
+        let interrupt = InterruptSignal(exitStatus: .success)
         Output.endWhenStandardOutputCloses()
         let terminal = Terminal.standardOutput(color: color)
         let format = self.format ?? (terminal.isTerminal ? .table : .ndjson)
@@ -102,7 +111,9 @@ struct WatchCommand: AsyncParsableCommand {
             database, pollInterval: .seconds(interval), readers: sql.count, interrupt: interrupt)
         defer { pool.close() }
         let queries = sql.map {
-            WatchedQuery(sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit))
+            WatchedQuery(
+                sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
+                maximumResultSize: maxResultSize)
         }
         var session = WatchSession(printer: printer, queryCount: queries.count, limit: once ? nil : count, once: once)
         do {
@@ -144,7 +155,7 @@ extension DatabasePool {
     ///   ``SQLiteError`` when SQLite cannot open it.
     static func openForWatching(_ path: String, pollInterval: Duration?, readers: Int = 1) throws -> DatabasePool {
         try DatabaseFile.checkExists(path)
-        var configuration = Configuration()
+        var configuration = Configuration.commandLine()
         configuration.readOnly = true
         configuration.allowsURIFilenames = false
         configuration.maximumReaderCount = max(1, min(4, readers))

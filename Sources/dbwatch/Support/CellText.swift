@@ -1,3 +1,5 @@
+import Foundation
+
 /// Text as a terminal shows it: control characters made visible (a value
 /// read from a database must not move the cursor or change colours), the
 /// width in columns (wide East Asian characters and emoji take two), and
@@ -5,6 +7,7 @@
 ///
 /// ```swift
 /// CellText.sanitized("a\nb\u{1B}[2J")        // "a\\nb\\x1b[2J"
+/// CellText.escapingInvalidUTF8(Data([0x61, 0xfe]))   // "a\\xfe"
 /// CellText.width(of: "日本")                  // 4
 /// CellText.truncated("Barbara", toWidth: 4)  // "Bar…"
 /// ```
@@ -27,6 +30,31 @@ enum CellText {
             }
         }
         return result
+    }
+
+    /// Text from bytes that are not all valid UTF-8: the valid characters as
+    /// they are, each byte of an invalid sequence as `\xfe` (lowercase
+    /// hexadecimal, as control characters are shown).
+    static func escapingInvalidUTF8(_ bytes: Data) -> String {
+        var result = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = bytes.startIndex
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                result.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for byte in bytes[offset..<offset + length] {
+                    let hex = String(byte, radix: 16)
+                    result += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+                }
+                offset += length
+            case .emptyInput:
+                return result
+            }
+        }
     }
 
     /// Whether `scalar` is a C0 or C1 control character, DEL, or a

@@ -14,8 +14,9 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Bad command-line arguments (argument-parser's validation exit code).
     case usage = 64
     /// Bad SQL or bad migrations: a syntax error, no such table or column
-    /// when the query starts, a wrong number of `--arg` values, a migration
-    /// that fails or a migration history that does not match.
+    /// when the query starts, a wrong number of `--arg` values, a value or
+    /// a result beyond its size limit, a migration that fails or a
+    /// migration history that does not match.
     case badSQL = 65
     /// The database is missing, unreadable, not a database or corrupt (also
     /// an unreadable migrations directory).
@@ -113,7 +114,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         Exit codes:
           0   success, or watch and demo stopped with Ctrl-C
           64  bad command-line arguments
-          65  bad SQL (syntax error, no such table, wrong --arg count) or migrations
+          65  bad SQL (syntax error, no such table, wrong --arg count, a value or result too big) or migrations
           66  the database is missing, unreadable, not a database or corrupt
           67  refused statement: watched and explained SQL may only read
           68  the query ran longer than --time-limit and was stopped

@@ -16,8 +16,12 @@ import Dispatch
 /// opens the database stops there, and one that finished opening anyway
 /// stops as soon as it waits again.
 ///
+/// A statement that does not stop must not keep the process alive: with
+/// `exitStatus`, the process exits with it ``gracePeriod`` after the first
+/// signal if it is still running then (see ``init(exitStatus:)``).
+///
 /// ```swift
-/// let interrupt = InterruptSignal()
+/// let interrupt = InterruptSignal(exitStatus: .interrupted)
 /// group.addTask {
 ///     if await interrupt.wait() != nil { stop() }   // nil: cancelled
 /// }
@@ -34,16 +38,33 @@ final class InterruptSignal: Sendable {
     /// reported the accesses it guards as races.
     private final class Shared: Sendable {
         let state = Locked(State())
+        /// The status of a process that is still running ``gracePeriod`` after a signal.
+        let exitStatus: ExitStatus?
+
+        init(exitStatus: ExitStatus?) {
+            self.exitStatus = exitStatus
+        }
     }
+
+    /// How long after a signal a command may take to stop its statement
+    /// and exit by itself, before it exits without waiting for it.
+    static let gracePeriod: Duration = .seconds(2)
 
     /// The sources are set in init and only cancelled in deinit.
     private nonisolated(unsafe) let sources: [any DispatchSourceSignal]
-    private let shared = Shared()
+    private let shared: Shared
 
     /// Turns off the default action of `SIGINT`, `SIGTERM` and `SIGHUP`
     /// for the rest of the process and starts listening for them.
-    init() {
-        let shared = self.shared
+    ///
+    /// - Parameter exitStatus: when given, a process still running
+    ///   ``gracePeriod`` after the first signal (a statement that did not
+    ///   stop, a close that waits for it) says so on standard error and
+    ///   exits with this status, without waiting further. SQLite's journal
+    ///   keeps the database intact: an unfinished transaction rolls back.
+    init(exitStatus: ExitStatus? = nil) {
+        let shared = Shared(exitStatus: exitStatus)
+        self.shared = shared
         let registered = DispatchGroup()
         sources = [SIGINT, SIGTERM, SIGHUP].map { signalNumber in
             signal(signalNumber, SIG_IGN)
@@ -64,12 +85,30 @@ final class InterruptSignal: Sendable {
     }
 
     private static func deliver(_ signalNumber: Int32, to shared: Shared) {
-        let waiters = shared.state.withLock { state in
-            if state.received == nil { state.received = signalNumber }
+        let (waiters, isFirst) = shared.state.withLock { state in
+            let isFirst = state.received == nil
+            if isFirst { state.received = signalNumber }
             defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            return (Array(state.waiters.values), isFirst)
         }
         for waiter in waiters { waiter.resume(returning: signalNumber) }
+        if isFirst, let status = shared.exitStatus {
+            let grace = gracePeriod.components
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(grace.seconds))) {
+                exitNow(status)
+            }
+        }
+    }
+
+    /// Ends the process with `status` at once: the running statement did
+    /// not stop within the grace period. `_exit`, not `exit`: other threads
+    /// are still running, and nothing is left to flush.
+    private static func exitNow(_ status: ExitStatus) -> Never {
+        if isatty(STDOUT_FILENO) == 1 { Output.standardOutput(ANSI.reset + "\n") }
+        Output.standardError(
+            "dbwatch: the query did not stop within \(gracePeriod.components.seconds) seconds of the signal; "
+                + "exiting without waiting for it\n")
+        _exit(status.rawValue)
     }
 
     /// Returns the first signal received (at once if one already was), or

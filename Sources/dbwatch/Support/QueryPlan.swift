@@ -15,7 +15,7 @@ struct QueryPlan {
     var lines: [String] {
         let steps = rows.compactMap { row -> (id: Int64, parent: Int64, detail: String)? in
             guard case .integer(let id) = row[0], case .integer(let parent) = row[1],
-                case .text(let detail) = row[row.count - 1]
+                let detail = String.fromDatabaseValue(row[row.count - 1])
             else { return nil }
             return (id, parent, CellText.sanitized(detail))
         }

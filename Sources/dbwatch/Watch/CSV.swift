@@ -5,7 +5,8 @@ import Foundation
 ///
 /// `NULL` is an empty unquoted field and empty text is `""`, as in
 /// PostgreSQL's `COPY … CSV`, so the two stay distinct; a blob is its
-/// base64 text.
+/// base64 text; in text that is not valid UTF-8, each invalid byte is
+/// `\xfe`.
 ///
 /// ```swift
 /// CSV.line(["a,b", "say \"hi\""])                 // "\"a,b\",\"say \"\"hi\"\"\""
@@ -35,6 +36,7 @@ enum CSV {
         case .integer(let integer): return String(integer)
         case .real(let real): return "\(real)"
         case .text(let text): return text.isEmpty ? "\"\"" : quotedIfNeeded(text)
+        case .invalidUTF8Text(let bytes): return quotedIfNeeded(CellText.escapingInvalidUTF8(bytes))
         case .blob(let data): return data.base64EncodedString()
         }
     }

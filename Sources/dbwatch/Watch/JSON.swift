@@ -34,7 +34,9 @@ enum JSON: Sendable, Equatable {
 
     /// A database value: `NULL` is `null`, integers and reals are numbers
     /// (an infinite real is `1e999` or `-1e999`, which JSON parsers read
-    /// as infinity), text is a string, a blob is `{"base64": "…"}`.
+    /// as infinity), text is a string, a blob is `{"base64": "…"}`, and
+    /// text that is not valid UTF-8 (which a JSON string cannot hold) is
+    /// `{"text_base64": "…"}`, its bytes as stored.
     init(_ value: DatabaseValue) {
         switch value {
         case .null: self = .null
@@ -48,6 +50,7 @@ enum JSON: Sendable, Equatable {
                 self = .number("\(real)")
             }
         case .text(let text): self = .string(text)
+        case .invalidUTF8Text(let bytes): self = .object(["text_base64": .string(bytes.base64EncodedString())])
         case .blob(let data): self = .object(["base64": .string(data.base64EncodedString())])
         }
     }

@@ -141,13 +141,15 @@ struct TableRenderer: Sendable {
     }
 
     /// What a cell shows: `NULL`, the number, the text with control
-    /// characters made visible, or a blob as `x'…'` hexadecimal.
+    /// characters (and bytes that are not valid UTF-8) made visible, or a
+    /// blob as `x'…'` hexadecimal.
     static func text(for value: DatabaseValue) -> String {
         switch value {
         case .null: return "NULL"
         case .integer(let integer): return String(integer)
         case .real(let real): return "\(real)"
         case .text(let text): return CellText.sanitized(text)
+        case .invalidUTF8Text(let bytes): return CellText.sanitized(CellText.escapingInvalidUTF8(bytes))
         case .blob(let data):
             guard data.count > 32 else { return value.description }
             let prefix = DatabaseValue.blob(data.prefix(32)).description.dropLast()

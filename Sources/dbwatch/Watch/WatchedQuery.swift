@@ -5,7 +5,9 @@ import DBWatch
 /// columns identify a row, for `--changes`.
 ///
 /// ```swift
-/// let query = WatchedQuery(sql: "SELECT * FROM player WHERE score > ?", arguments: [10], timeLimit: .seconds(5))
+/// let query = WatchedQuery(
+///     sql: "SELECT * FROM player WHERE score > ?", arguments: [10], timeLimit: .seconds(5),
+///     maximumResultSize: 100_000_000)
 /// for await result in pool.observe(query).results { … }
 /// ```
 struct WatchedQuery: Queryable {
@@ -18,11 +20,18 @@ struct WatchedQuery: Queryable {
     let arguments: StatementArguments
     /// How long one fetch may run.
     let timeLimit: Duration
+    /// The largest result, in bytes (see ``UntrustedSQLPolicy/maximumResultSize``).
+    let maximumResultSize: Int
+
+    /// The policy the query runs under.
+    var policy: UntrustedSQLPolicy {
+        UntrustedSQLPolicy(timeLimit: timeLimit, maximumResultSize: maximumResultSize)
+    }
 
     /// Fetches the rows under ``UntrustedSQLPolicy``, then finds the key
     /// columns from the statement's column origins.
     func fetch(_ db: Database) throws -> QueryResult {
-        let (rows, columns, origins) = try db.withUntrustedSQL(UntrustedSQLPolicy(timeLimit: timeLimit)) {
+        let (rows, columns, origins) = try db.withUntrustedSQL(policy) {
             let rows = try db.fetchAll(sql: sql, arguments: arguments)
             let statement = try db.cachedStatement(sql: sql)
             return (rows.map(\.values), statement.columnNames, statement.columnOrigins)
@@ -47,7 +56,7 @@ struct WatchedQuery: Queryable {
                 info
                 .compactMap { row -> (position: Int64, name: String)? in
                     guard case .integer(let position) = row["pk"] ?? .null, position > 0,
-                        case .text(let name) = row["name"] ?? .null
+                        let name = String.fromDatabaseValue(row["name"] ?? .null)
                     else { return nil }
                     return (position, name.lowercased())
                 }

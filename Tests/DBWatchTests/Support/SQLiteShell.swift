@@ -71,11 +71,20 @@ enum SQLiteShell {
             try input.write(contentsOf: Data("\(sql)\nSELECT '\(marker)';\n".utf8))
             let output = self.output
             try await withTimeout {
-                var seen = ""
-                while !seen.contains(marker) {
-                    let data = output.availableData
-                    if data.isEmpty { throw ShellError(message: "sqlite3 ended: \(seen)") }
-                    seen += String(decoding: data, as: UTF8.self)
+                // The blocking reads run on a thread of their own, not on the
+                // cooperative pool that the rest of the tests share.
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    Thread {
+                        continuation.resume(
+                            with: Result {
+                                var seen = ""
+                                while !seen.contains(marker) {
+                                    let data = output.availableData
+                                    if data.isEmpty { throw ShellError(message: "sqlite3 ended: \(seen)") }
+                                    seen += String(decoding: data, as: UTF8.self)
+                                }
+                            })
+                    }.start()
                 }
             }
         }

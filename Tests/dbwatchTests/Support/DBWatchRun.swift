@@ -203,6 +203,21 @@ final class DBWatchRun: Sendable {
         if snapshot.exitStatus == nil { Glibc.kill(pid, SIGINT) }
     }
 
+    /// Sends `signal` (`SIGTERM`, `SIGHUP`…) if the process still runs.
+    func send(_ signal: Int32) {
+        if snapshot.exitStatus == nil { Glibc.kill(pid, signal) }
+    }
+
+    /// Whether the process runs a thread named `name` (DBWatch names its
+    /// connection threads: `dbwatch.read.0`).
+    func hasThread(named name: String) -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.contains { task in
+            let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)
+            return comm?.trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }
+    }
+
     /// Ends the process with `SIGKILL` if it still runs.
     func kill() {
         if snapshot.exitStatus == nil { Glibc.kill(pid, SIGKILL) }
