@@ -163,17 +163,10 @@ public final class LiveQueries: Service, Sendable {
         logger.debug("Live queries stopped")
     }
 
-    /// `close()` blocks until the database's jobs end: run it on a thread
-    /// of its own, not on a cooperative one.
+    /// The async `close()`: the blocking close runs on a thread of the
+    /// core's, not on a cooperative one.
     private func closeDatabase() async {
-        let database = database
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                database.close()
-                continuation.resume()
-            }
-            thread.start()
-        }
+        await database.close()
         state.withLock { $0.databaseClosed = true }
     }
 
@@ -191,7 +184,7 @@ public final class LiveQueries: Service, Sendable {
     where R.Value: Encodable {
         do {
             if let refusal = refusal() { throw refusal }
-            let value = try await database.read { db in try request.fetch(db) }
+            let value = try await database.value(of: request)
             counters.fetches.add(1, ordering: .relaxed)
             let json = try Self.makeEncoder().encode(value)
             return Response(
@@ -235,17 +228,17 @@ public final class LiveQueries: Service, Sendable {
             status = error.status
             body = ErrorBody(message: "\(error)", code: nil)
         } else if let error = error as? SQLiteError {
-            if Self.isDatabaseClosed(error) {
+            if error.isDatabaseClosed {
                 status = .serviceUnavailable
+            } else if error.isBusyOrLocked {
+                status = .serviceUnavailable
+                headers[.retryAfter] = "\(configuration.retryAfterSeconds)"
+            } else if error.isConstraintViolation {
+                status = .conflict
+            } else if error.isDiskFull {
+                status = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
             } else {
-                switch error.primaryCode {
-                case .busy, .locked:
-                    status = .serviceUnavailable
-                    headers[.retryAfter] = "\(configuration.retryAfterSeconds)"
-                case .constraint: status = .conflict
-                case .full: status = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
-                default: status = .internalServerError
-                }
+                status = .internalServerError
             }
         } else {
             status = .internalServerError
@@ -258,12 +251,6 @@ public final class LiveQueries: Service, Sendable {
             logger.debug("Live query refused", metadata: ["request": "\(request.map { "\($0)" } ?? "-")"])
         }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body.json))
-    }
-
-    /// "database is closed" is a `.misuse` with that message in DBWatch today.
-    static func isDatabaseClosed(_ error: any Error) -> Bool {
-        guard let error = error as? SQLiteError else { return false }
-        return error.code == .misuse && error.message == "database is closed"
     }
 
     // MARK: - Sharing
@@ -344,7 +331,7 @@ public final class LiveQueries: Service, Sendable {
                 let version = versions.add(1, ordering: .relaxed).newValue
                 publish(.value(json: ByteBuffer(bytes: json), version: version), to: shared)
             case .failure(let error):
-                if Self.isDatabaseClosed(error) {
+                if (error as? SQLiteError)?.isDatabaseClosed == true {
                     state.withLock { $0.databaseClosed = true }
                     publish(.error(ErrorBody(error)), to: shared)
                     shared.finishAll(.databaseClosed)

@@ -20,12 +20,13 @@ struct LifetimeTests {
                 await iterator.next()
                 #expect(server.live.statistics.clientsConnected == 1)
                 #expect(server.database.observationCount == 1)
+                #expect(server.database.subscriberCount == 1)
 
                 // No write happens: the disconnect alone ends everything.
                 reader.cancel()
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.live.statistics.observations == 0
-                        && server.database.observationCount == 0
+                        && server.database.observationCount == 0 && server.database.subscriberCount == 0
                 }
             }
         }

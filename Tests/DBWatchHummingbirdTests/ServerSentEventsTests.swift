@@ -149,6 +149,8 @@ struct ServerSentEventsTests {
                 }
                 #expect(server.live.statistics.observations == 1)
                 #expect(server.database.observationCount == 1)
+                // Shared by the integration: one subscription in the core for four clients.
+                #expect(server.database.subscriberCount == 1)
                 let fetchesBefore = server.live.statistics.fetches
                 _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
                 var ids: Set<String> = []
@@ -203,9 +205,12 @@ struct ServerSentEventsTests {
                 #expect(received.first != nil)
                 #expect(server.live.statistics.fetches == fetchesBefore + 1)
 
+                #expect(server.database.subscriberCount == 1)
+
                 for reader in readers { reader.cancel() }
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
+                        && server.database.subscriberCount == 0
                 }
             }
         }

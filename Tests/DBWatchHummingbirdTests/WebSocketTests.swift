@@ -54,6 +54,7 @@ struct WebSocketTests {
                 }
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
+                        && server.database.subscriberCount == 0
                 }
             }
         }
