@@ -338,7 +338,9 @@ public final class LiveQueries: Service, Sendable {
                     return
                 }
                 if Task.isCancelled { return }
-                logger.warning("Live query fetch failed", metadata: ["request": "\(request)", "error": "\(error)"])
+                // Not logged here: the core logs a failing observation at
+                // warning level with the request's description (once per
+                // failure, and its recovery), through the database's logger.
                 previous = nil
                 publish(.error(ErrorBody(error)), to: shared)
             }

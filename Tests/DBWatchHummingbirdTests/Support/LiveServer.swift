@@ -59,7 +59,9 @@ final class LiveServer: Sendable {
     ) async throws -> T {
         var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
         if logs == nil { logger.logLevel = .error }
-        let database = try await kind.makeDatabase()
+        var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
+        if logs == nil { databaseLogger.logLevel = .error }
+        let database = try await kind.makeDatabase(logger: databaseLogger)
         let live = LiveQueries(database, configuration: configuration, logger: logger)
         let router = Router(context: BasicWebSocketRequestContext.self)
         addRoutes(to: router, live: live)

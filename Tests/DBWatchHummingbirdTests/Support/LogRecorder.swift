@@ -3,6 +3,7 @@ import DBWatch
 
 /// One recorded log message, with the logger's metadata merged in.
 struct LogEntry: Sendable {
+    var label: String
     var level: Logger.Level
     var message: String
     var metadata: [String: String]
@@ -16,7 +17,7 @@ final class LogRecorder: Sendable {
 
     /// A logger at `level` whose messages are recorded here.
     func logger(label: String, level: Logger.Level = .debug) -> Logger {
-        var logger = Logger(label: label) { _ in RecordingLogHandler(recorder: self) }
+        var logger = Logger(label: label) { label in RecordingLogHandler(recorder: self, label: label) }
         logger.logLevel = level
         return logger
     }
@@ -28,6 +29,7 @@ final class LogRecorder: Sendable {
 
 private struct RecordingLogHandler: LogHandler {
     let recorder: LogRecorder
+    let label: String
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .debug
 
@@ -41,7 +43,7 @@ private struct RecordingLogHandler: LogHandler {
         merged.merge(event.metadata ?? [:]) { $1 }
         recorder.append(
             LogEntry(
-                level: event.level, message: "\(event.message)",
+                label: label, level: event.level, message: "\(event.message)",
                 metadata: merged.mapValues { "\($0)" }))
     }
 }

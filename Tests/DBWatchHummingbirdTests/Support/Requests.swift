@@ -1,5 +1,6 @@
 import DBWatch
 import Foundation
+import Logging
 
 /// A leaderboard row.
 struct Player: Codable, Hashable, Sendable {
@@ -56,16 +57,20 @@ enum DatabaseKind: String, CaseIterable, Sendable, CustomStringConvertible {
     var description: String { rawValue }
 
     /// A new database with ``testSchema``; a pool lives in a temporary file.
-    func makeDatabase() async throws -> any DatabaseWriter {
+    /// The core logs through `logger` (failing observations at warning level).
+    func makeDatabase(logger: Logger? = nil) async throws -> any DatabaseWriter {
+        var configuration = Configuration()
+        if let logger { configuration.logger = logger }
         let database: any DatabaseWriter
         switch self {
         case .queue:
-            database = try DatabaseQueue()
+            database = try DatabaseQueue(configuration: configuration)
         case .pool:
             let directory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("DBWatchHummingbirdTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            database = try DatabasePool(path: directory.appendingPathComponent("test.sqlite").path)
+            database = try DatabasePool(
+                path: directory.appendingPathComponent("test.sqlite").path, configuration: configuration)
         }
         try await database.write { db in try db.execute(sql: testSchema) }
         return database
