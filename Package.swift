@@ -11,9 +11,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // DBWatchHummingbird only: a user of DBWatch alone builds none of these.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // DBWatchHummingbird only: a user of DBWatch alone builds none of these
+        // (but still resolves them: package traits could spare that, later).
+        // Issue 16 pins hummingbird 2.28.x and hummingbird-websocket 2.8.x.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", .upToNextMinor(from: "2.8.1")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Tests of DBWatchHummingbird only: a real streaming HTTP client.
