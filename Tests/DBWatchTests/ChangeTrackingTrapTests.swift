@@ -267,6 +267,34 @@ struct ChangeTrackingTrapTests {
         }
     }
 
+    /// `ATTACH` and `DETACH` run outside any transaction: no commit follows
+    /// them, yet they change what a name such as `aux.t` reads.
+    @Test func attachAndDetachRefetchAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            for (file, rows) in [("a.sqlite", "('a')"), ("b.sqlite", "('b1'), ('b2')")] {
+                let other = try DatabaseQueue(path: directory.file(file))
+                try await other.write { db in try db.execute(sql: "CREATE TABLE t (x); INSERT INTO t VALUES \(rows)") }
+                await other.close()
+            }
+            let queue = try DatabaseQueue()
+            defer { queue.close() }
+            let (values, task) = record(queue.observe(SQLRequest("SELECT x FROM aux.t ORDER BY x")))
+            defer { task.cancel() }
+            try await values.wait { $0.last.map { (try? $0.get()) == nil } ?? false }
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "ATTACH DATABASE ? AS aux", arguments: [directory.file("a.sqlite")])
+            }
+            try await values.wait { $0.last?.value?.map(\.values) == [[.text("a")]] }
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "DETACH DATABASE aux")
+                try db.execute(sql: "ATTACH DATABASE ? AS aux", arguments: [directory.file("b.sqlite")])
+            }
+            try await values.wait { $0.last?.value?.map(\.values) == [[.text("b1")], [.text("b2")]] }
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "DETACH DATABASE aux") }
+            try await values.wait { $0.last.map { (try? $0.get()) == nil } ?? false }
+        }
+    }
+
     @Test func countStarObservesTheTable() async throws {
         let queue = try DatabaseQueue()
         try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a, b)") }

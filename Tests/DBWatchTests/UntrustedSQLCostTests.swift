@@ -81,6 +81,41 @@ struct UntrustedSQLCostTests {
         }
     }
 
+    /// FTS5's `highlight()` and `snippet()` build their output piece by
+    /// piece, copying all of it at each piece: on one row of 100,000 tokens
+    /// (a 300 kB document) one call runs for seconds to minutes, out of
+    /// reach of the time limit. Under the policy they are refused before
+    /// they run; trusted SQL still has them.
+    @Test(arguments: Kind.allCases)
+    func fts5MarkupFunctionsAreRefused(kind: Kind) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await open(kind, in: directory)
+            defer { database.close() }
+            try await database.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE VIRTUAL TABLE f USING fts5(x);
+                        INSERT INTO f VALUES ('a b c');
+                        """)
+            }
+            let policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
+            for sql in [
+                "SELECT highlight(f, 0, '[', ']') FROM f WHERE f MATCH 'a'",
+                "SELECT snippet(f, 0, '[', ']', '…', 64) FROM f WHERE f MATCH 'a'",
+            ] {
+                let (error, _) = try await run(sql, on: database, policy: policy)
+                #expect(error?.code == .auth, "\(sql): \(String(describing: error))")
+                #expect(error?.message?.contains("refused") == true, "\(sql): \(String(describing: error))")
+                let trusted = try await database.read { db in try db.fetchOne(String.self, sql: sql) }
+                #expect(trusted?.contains("[a]") == true, "\(sql): \(String(describing: trusted))")
+            }
+            // The rest of FTS5 stays allowed.
+            let (error, _) = try await run(
+                "SELECT rowid, bm25(f) FROM f WHERE f MATCH 'a' ORDER BY rank", on: database, policy: policy)
+            #expect(error == nil, "\(String(describing: error))")
+        }
+    }
+
     /// The worst calls that the bounds let through end within a fraction
     /// of a second each, and the guarded functions still work on sizes
     /// within their bounds.
@@ -212,11 +247,18 @@ struct UntrustedSQLCostTests {
             // Under the default value limit, the first value is refused.
             let (valueError, _) = try await run("SELECT x, zeroblob(99000000) FROM t", on: database)
             #expect(valueError?.code == .tooBig)
-            // A smaller result limit counts every value of every row; nil lifts it.
-            policy.maximumResultSize = 10 * 8 + 9 * 5 + 6
+            // A smaller result limit counts every value of every row (8
+            // bytes each, plus the bytes of text); nil lifts it.
+            policy.maximumResultSize = 10 * 8 + 10 * 8 + 9 * 5 + 6
             #expect(try await run("SELECT x, name FROM t", on: database, policy: policy).error == nil)
-            policy.maximumResultSize = 10 * 8 + 9 * 5 + 6 - 1
+            policy.maximumResultSize = 10 * 8 + 10 * 8 + 9 * 5 + 6 - 1
             #expect(try await run("SELECT x, name FROM t", on: database, policy: policy).error?.code == .tooBig)
+            // NULLs and empty texts take memory and output too: 100 of
+            // them in each of 10 rows, 600 MB in 5 s when they counted 0.
+            let hundred = Array(repeating: "NULL, ''", count: 50).joined(separator: ", ")
+            policy.maximumResultSize = 10 * 100 * 8 - 1
+            let (emptyError, _) = try await run("SELECT \(hundred) FROM t", on: database, policy: policy)
+            #expect(emptyError?.code == .tooBig)
             policy.maximumResultSize = nil
             let (unlimited, _) = try await run("SELECT x, zeroblob(1000) FROM t", on: database, policy: policy)
             #expect(unlimited == nil)

@@ -259,6 +259,51 @@ struct MigrateEndToEndTests {
         }
     }
 
+    /// A signal during one costly function call, which `sqlite3_interrupt`
+    /// cannot stop (an `instr` of megabytes, about a minute and a half here),
+    /// ends `migrate` after the grace period with 130; the migration in
+    /// progress, not committed, is rolled back by the next connection.
+    @Test func aSignalEndsAMigrationStuckInOneCall() async throws {
+        try await withScratch { scratch in
+            let folder = scratch.file("migrations")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data("CREATE TABLE first (id INTEGER PRIMARY KEY);\n".utf8)
+                .write(to: URL(fileURLWithPath: folder + "/0001_first.sql"))
+            try Data(
+                """
+                CREATE TABLE slow AS SELECT instr(printf('%.*c', 3000000, 'a'), printf('%.*c', 1500000, 'a') || 'b') AS n;
+
+                """.utf8
+            ).write(to: URL(fileURLWithPath: folder + "/0002_slow.sql"))
+            let path = scratch.file("app.sqlite")
+            let run = try DBWatchRun.start(["migrate", path, "--dir", folder])
+            defer { run.kill() }
+            _ = try await run.wait(forOutput: "0002_slow.sql … ")
+            // A second of processor time: the call runs (it takes far longer).
+            let deadline = ContinuousClock.now + .seconds(60)
+            while run.cpuSeconds < 1 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let sent = ContinuousClock.now
+            run.send(SIGTERM)
+            let snapshot = try await run.waitForExit(timeout: 120)
+            #expect(ContinuousClock.now - sent < .seconds(30), "\(snapshot)")
+            #expect(snapshot.exitStatus == 130, "\(snapshot)")
+            #expect(snapshot.stderr.contains("the migration in progress did not stop"), "\(snapshot)")
+
+            let queue = try DatabaseQueue(path: path)
+            let (tables, numbers) = try await queue.read { db in
+                (
+                    try db.fetchAll(String.self, sql: "SELECT name FROM sqlite_schema WHERE type = 'table'"),
+                    try db.fetchAll(Int.self, sql: "SELECT number FROM dbwatch_migrations")
+                )
+            }
+            await queue.close()
+            #expect(tables.contains("first") && !tables.contains("slow"), "\(tables)")
+            #expect(numbers == [1])
+        }
+    }
+
     /// A database another connection keeps locked past the busy timeout is
     /// a temporary failure (exit 75) with a hint, and the summary tells the
     /// migrations applied, without calling a database that holds tables empty.

@@ -70,12 +70,15 @@ extension Database {
     func countUntrustedRow(_ statement: Statement) throws {
         guard let maximum = untrustedPolicy?.maximumResultSize else { return }
         let handle = statement.handle
-        var size = statement.untrustedResultSize
-        for column in 0..<sqlite3_column_count(handle) {
+        let count = sqlite3_column_count(handle)
+        // Every value 8 bytes, NULL and empty text too (they take memory
+        // and output: counted 0, a result of NULLs had no bound), plus the
+        // bytes of text and blobs.
+        var size = statement.untrustedResultSize + 8 * Int(count)
+        for column in 0..<count {
             switch sqlite3_column_type(handle, column) {
             case SQLITE_TEXT, SQLITE_BLOB: size += Int(sqlite3_column_bytes(handle, column))
-            case SQLITE_NULL: break
-            default: size += 8
+            default: break
             }
         }
         statement.untrustedResultSize = size

@@ -7,7 +7,8 @@ import CSQLite
 /// read-only `SELECT`, `WITH`, `VALUES`, `EXPLAIN` or a read-only `PRAGMA`
 /// (no value), and the authorizer refuses everything else while it is
 /// prepared: writes, schema changes, `ATTACH`, `VACUUM INTO`, transaction
-/// control, `load_extension()`, `fts3_tokenizer()` and the like. A refusal
+/// control, `load_extension()`, `fts3_tokenizer()`, FTS5's `highlight()`
+/// and `snippet()` (unbounded in one call) and the like. A refusal
 /// throws ``SQLiteError`` with code ``ResultCode/auth``; a query that runs
 /// longer than ``timeLimit`` is stopped and throws ``ResultCode/interrupt``.
 ///
@@ -50,8 +51,8 @@ public struct UntrustedSQLPolicy: Sendable {
     public var maximumValueLength: Int?
 
     /// The largest result, in bytes, that one statement may return: the
-    /// sum over all its rows of the sizes of their values (text and blobs
-    /// by their bytes, numbers 8 bytes, `NULL` 0). Beyond it the statement
+    /// sum over all its rows of the sizes of their values (8 bytes each,
+    /// `NULL` included, plus the bytes of text and blobs). Beyond it the statement
     /// is stopped and throws ``SQLiteError`` with code ``ResultCode/tooBig``
     /// ("the result is larger than …"). Default 100 MB, 100 values at the
     /// largest length, and about what a process can hold and print
@@ -107,8 +108,13 @@ public struct UntrustedSQLPolicy: Sendable {
     ]
 
     /// Functions that leak memory addresses, touch files or load code.
+    /// Also FTS5's `highlight()` and `snippet()`, whose one call copies
+    /// its whole output again at each piece it adds: on a large document it
+    /// runs for minutes in one step, out of reach of the time limit (FTS3's
+    /// `snippet()`, which has the same name, is refused with it).
     static let refusedFunctions: Set<String> = [
         "load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "fts5", "sqlite_dbpage",
+        "highlight", "snippet",
     ]
 
     /// Whether `table` is `sqlite_master` (or `sqlite_temp_master`), as the authorizer names it.

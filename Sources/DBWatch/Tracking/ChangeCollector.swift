@@ -135,6 +135,12 @@ final class ChangeCollector {
             // Otherwise the commit failed: either SQLite rolled back (the
             // rollback hook cleared `pending`) or the transaction is still
             // open (a busy COMMIT) and its changes stay pending.
+        } else if statement.footprint.changesSchema && succeeded && sqlite3_get_autocommit(handle) != 0 {
+            // `ATTACH` and `DETACH` change what names mean, outside any
+            // transaction: no commit follows to publish them.
+            let changes = pending
+            pending = DatabaseChanges()
+            center.didCommit(changes)
         }
     }
 

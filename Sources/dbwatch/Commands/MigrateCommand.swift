@@ -50,7 +50,14 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let interrupt = InterruptSignal()
+        // A statement that does not stop (one costly function call) must
+        // not keep the process: exiting leaves SQLite's journal, and the
+        // next connection to open the file rolls the migration back.
+        let interrupt = InterruptSignal(
+            exitStatus: .interrupted,
+            stalled: "the migration in progress",
+            consequence: "a migration not committed rolls back when the database is next opened; "
+                + "--status tells where it stands")
         FileSizeLimitSignal.reportAsWriteFailure()
         do {
             let command = self

@@ -15,8 +15,8 @@ struct WatchCommand: AsyncParsableCommand {
         abstract: "Print query results now, then again after every commit that changes them.",
         discussion: """
             The database is opened read-only and never created. The SQL may only read: writes, schema \
-            changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension() and \
-            fts3_tokenizer() are refused (exit 67), a query that runs longer than --time-limit is \
+            changes, ATTACH, VACUUM INTO, PRAGMA changes, transaction control, load_extension(), \
+            fts3_tokenizer(), highlight() and snippet() are refused (exit 67), a query that runs longer than --time-limit is \
             stopped (exit 68), and a value over 1 MB, a result over --max-result-size or a call of \
             instr, replace, trim or printf too costly to be stopped in time fails (exit 65).
 

@@ -40,9 +40,14 @@ final class InterruptSignal: Sendable {
         let state = Locked(State())
         /// The status of a process that is still running ``gracePeriod`` after a signal.
         let exitStatus: ExitStatus?
+        /// What did not stop, and what follows from the exit, in its message.
+        let stalled: String
+        let consequence: String?
 
-        init(exitStatus: ExitStatus?) {
+        init(exitStatus: ExitStatus?, stalled: String, consequence: String?) {
             self.exitStatus = exitStatus
+            self.stalled = stalled
+            self.consequence = consequence
         }
     }
 
@@ -62,8 +67,12 @@ final class InterruptSignal: Sendable {
     ///   stop, a close that waits for it) says so on standard error and
     ///   exits with this status, without waiting further. SQLite's journal
     ///   keeps the database intact: an unfinished transaction rolls back.
-    init(exitStatus: ExitStatus? = nil) {
-        let shared = Shared(exitStatus: exitStatus)
+    /// - Parameters:
+    ///   - stalled: what did not stop, as that message says it ("the query
+    ///     did not stop …").
+    ///   - consequence: what the exit means for the database, added to the message.
+    init(exitStatus: ExitStatus? = nil, stalled: String = "the query", consequence: String? = nil) {
+        let shared = Shared(exitStatus: exitStatus, stalled: stalled, consequence: consequence)
         self.shared = shared
         let registered = DispatchGroup()
         sources = [SIGINT, SIGTERM, SIGHUP].map { signalNumber in
@@ -95,7 +104,7 @@ final class InterruptSignal: Sendable {
         if isFirst, let status = shared.exitStatus {
             let grace = gracePeriod.components
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(grace.seconds))) {
-                exitNow(status)
+                exitNow(status, stalled: shared.stalled, consequence: shared.consequence)
             }
         }
     }
@@ -103,11 +112,11 @@ final class InterruptSignal: Sendable {
     /// Ends the process with `status` at once: the running statement did
     /// not stop within the grace period. `_exit`, not `exit`: other threads
     /// are still running, and nothing is left to flush.
-    private static func exitNow(_ status: ExitStatus) -> Never {
+    private static func exitNow(_ status: ExitStatus, stalled: String, consequence: String?) -> Never {
         if isatty(STDOUT_FILENO) == 1 { Output.standardOutput(ANSI.reset + "\n") }
         Output.standardError(
-            "dbwatch: the query did not stop within \(gracePeriod.components.seconds) seconds of the signal; "
-                + "exiting without waiting for it\n")
+            "dbwatch: \(stalled) did not stop within \(gracePeriod.components.seconds) seconds of the signal; "
+                + "exiting without waiting for it\(consequence.map { ": " + $0 } ?? "")\n")
         _exit(status.rawValue)
     }
 

@@ -218,6 +218,18 @@ final class DBWatchRun: Sendable {
         }
     }
 
+    /// The processor time the process used so far, user and system, in
+    /// seconds (0 once it is gone): a sign that it is inside a costly call.
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After the command name: state is field 3, utime and stime fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Ends the process with `SIGKILL` if it still runs.
     func kill() {
         if snapshot.exitStatus == nil { Glibc.kill(pid, SIGKILL) }
