@@ -1,0 +1,62 @@
+/// How ``LiveQueries`` delivers values: keep-alives, slow clients, shutdown.
+///
+/// ```swift
+/// var configuration = LiveQueriesConfiguration()
+/// configuration.keepAliveInterval = .seconds(30)   // behind a proxy with a 60 s idle timeout
+/// let live = LiveQueries(pool, configuration: configuration)
+/// ```
+public struct LiveQueriesConfiguration: Sendable {
+    /// The interval between keep-alive comments on an idle server-sent
+    /// events stream, so that proxies keep it open. 15 s by default.
+    ///
+    /// ```swift
+    /// configuration.keepAliveInterval = .seconds(15)
+    /// ```
+    public var keepAliveInterval: Duration = .seconds(15)
+
+    /// How long a write to one client may block (the client reads nothing)
+    /// before that client is disconnected. 30 s by default.
+    ///
+    /// ```swift
+    /// configuration.stalledClientTimeout = .seconds(10)
+    /// ```
+    public var stalledClientTimeout: Duration = .seconds(30)
+
+    /// On graceful shutdown, how long a write in progress may take before
+    /// its client is disconnected without its final event. 1 s by default.
+    ///
+    /// ```swift
+    /// configuration.shutdownWriteGrace = .milliseconds(500)
+    /// ```
+    public var shutdownWriteGrace: Duration = .seconds(1)
+
+    /// Whether ``LiveQueries/run()`` closes the database when it ends, after
+    /// graceful shutdown. True by default.
+    ///
+    /// ```swift
+    /// configuration.closesDatabaseOnShutdown = false   // the app closes it itself
+    /// ```
+    public var closesDatabaseOnShutdown = true
+
+    /// The `Retry-After` value, in seconds, of a 503 answer to a busy or
+    /// locked database. 1 by default.
+    ///
+    /// ```swift
+    /// configuration.retryAfterSeconds = 2
+    /// ```
+    public var retryAfterSeconds = 1
+
+    /// The default configuration.
+    ///
+    /// ```swift
+    /// let live = LiveQueries(pool, configuration: LiveQueriesConfiguration())
+    /// ```
+    public init() {}
+
+    /// How often ``LiveQueries/run()`` checks clients for keep-alives,
+    /// stalls and shutdown grace.
+    var housekeepingInterval: Duration {
+        let shortest = min(keepAliveInterval, stalledClientTimeout, shutdownWriteGrace)
+        return max(shortest / 4, .milliseconds(5))
+    }
+}

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// Counters of a ``LiveQueries``, for metrics and leak checks.
+///
+/// ```swift
+/// let statistics = live.statistics
+/// logger.info("\(statistics.clientsConnected) clients, \(statistics.valuesSent) values sent")
+/// ```
+public struct LiveQueriesStatistics: Sendable, Hashable {
+    /// Clients connected now (server-sent events and WebSockets).
+    ///
+    /// ```swift
+    /// gauge.record(live.statistics.clientsConnected)
+    /// ```
+    public var clientsConnected: Int
+    /// Shared observations running now: one per distinct request and scope.
+    ///
+    /// ```swift
+    /// live.statistics.observations   // 1 with 1,000 clients of TopPlayers()
+    /// ```
+    public var observations: Int
+    /// Values written to clients, counted per client.
+    ///
+    /// ```swift
+    /// live.statistics.valuesSent
+    /// ```
+    public var valuesSent: Int
+    /// Error events written to clients, counted per client.
+    ///
+    /// ```swift
+    /// live.statistics.errorsSent
+    /// ```
+    public var errorsSent: Int
+    /// Fetches: results of shared observations, plus one-shot fetches.
+    ///
+    /// ```swift
+    /// live.statistics.fetches   // one per change, whatever the number of clients
+    /// ```
+    public var fetches: Int
+    /// Pending values replaced by a newer one before a slow client took them.
+    ///
+    /// ```swift
+    /// live.statistics.valuesSkipped
+    /// ```
+    public var valuesSkipped: Int
+    /// Clients disconnected because a write made no progress in time.
+    ///
+    /// ```swift
+    /// live.statistics.clientsStalled
+    /// ```
+    public var clientsStalled: Int
+}
+
+/// The counters behind ``LiveQueriesStatistics``: relaxed atomics, no lock.
+final class LiveQueriesCounters: Sendable {
+    let clientsConnected = Atomic<Int>(0)
+    let valuesSent = Atomic<Int>(0)
+    let errorsSent = Atomic<Int>(0)
+    let fetches = Atomic<Int>(0)
+    let valuesSkipped = Atomic<Int>(0)
+    let clientsStalled = Atomic<Int>(0)
+
+    func sent(_ frame: Frame) {
+        switch frame.kind {
+        case .value: valuesSent.add(1, ordering: .relaxed)
+        case .error: errorsSent.add(1, ordering: .relaxed)
+        case .end: break
+        }
+    }
+
+    func snapshot(observations: Int) -> LiveQueriesStatistics {
+        LiveQueriesStatistics(
+            clientsConnected: clientsConnected.load(ordering: .relaxed),
+            observations: observations,
+            valuesSent: valuesSent.load(ordering: .relaxed),
+            errorsSent: errorsSent.load(ordering: .relaxed),
+            fetches: fetches.load(ordering: .relaxed),
+            valuesSkipped: valuesSkipped.load(ordering: .relaxed),
+            clientsStalled: clientsStalled.load(ordering: .relaxed))
+    }
+}

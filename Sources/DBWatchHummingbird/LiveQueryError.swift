@@ -1,0 +1,61 @@
+/// An error of the integration that a client sees with its HTTP status:
+/// throw ``badRequest(_:)`` from a route or a request's initializer to
+/// answer 400 with a JSON body.
+///
+/// ```swift
+/// guard let limit = request.uri.queryParameters.get("limit", as: Int.self), limit > 0 else {
+///     throw LiveQueryError.badRequest("limit must be a positive integer")
+/// }
+/// ```
+public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case badRequest
+        case shuttingDown
+        case databaseClosed
+    }
+
+    private let code: Code
+    /// What a client is told.
+    ///
+    /// ```swift
+    /// LiveQueryError.badRequest("limit must be positive").message   // "limit must be positive"
+    /// ```
+    public let message: String
+
+    private init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The request cannot be served (bad parameters): 400.
+    ///
+    /// ```swift
+    /// throw LiveQueryError.badRequest("unknown sort order")
+    /// ```
+    public static func badRequest(_ message: String) -> LiveQueryError {
+        LiveQueryError(code: .badRequest, message: message)
+    }
+
+    /// The server is shutting down: 503.
+    ///
+    /// ```swift
+    /// catch let error as LiveQueryError where error == .shuttingDown { … }
+    /// ```
+    public static let shuttingDown = LiveQueryError(code: .shuttingDown, message: "the server is shutting down")
+
+    /// The database is closed: 503.
+    ///
+    /// ```swift
+    /// catch let error as LiveQueryError where error == .databaseClosed { … }
+    /// ```
+    public static let databaseClosed = LiveQueryError(code: .databaseClosed, message: "the database is closed")
+
+    /// The message.
+    ///
+    /// ```swift
+    /// "\(LiveQueryError.shuttingDown)"   // "the server is shutting down"
+    /// ```
+    public var description: String { message }
+
+    var isBadRequest: Bool { code == .badRequest }
+}

@@ -1,0 +1,156 @@
+import DBWatch
+import DBWatchHummingbird
+import Testing
+
+@Suite("Lifetimes: disconnect, shutdown, slow clients")
+struct LifetimeTests {
+    @Test(arguments: DatabaseKind.allCases)
+    func disconnectEndsTheSubscriptionAtOnce(kind: DatabaseKind) async throws {
+        try await withTimeout {
+            try await LiveServer.with(kind: kind) { server in
+                let url = "\(server.baseURL)/top/events"
+                let (received, receivedContinuation) = AsyncStream.makeStream(of: Void.self)
+                let reader = Task {
+                    let stream = try await EventStream.open(url)
+                    _ = try await stream.nextEvent()
+                    receivedContinuation.yield()
+                    while try await stream.next() != nil {}
+                }
+                var iterator = received.makeAsyncIterator()
+                await iterator.next()
+                #expect(server.live.statistics.clientsConnected == 1)
+                #expect(server.database.observationCount == 1)
+                #expect(server.database.subscriberCount == 1)
+
+                // No write happens: the disconnect alone ends everything.
+                reader.cancel()
+                try await waitUntil {
+                    server.live.statistics.clientsConnected == 0 && server.live.statistics.observations == 0
+                        && server.database.observationCount == 0 && server.database.subscriberCount == 0
+                }
+            }
+        }
+    }
+
+    @Test(arguments: DatabaseKind.allCases)
+    func gracefulShutdownEndsStreamsWithAFinalEventAndReturnsPromptly(kind: DatabaseKind) async throws {
+        try await withTimeout {
+            try await LiveServer.with(kind: kind) { server in
+                var streams: [EventStream] = []
+                for path in ["/top/events", "/top/events", "/checked/events"] {
+                    let stream = try await EventStream.open(server.baseURL + path)
+                    _ = try await stream.nextEvent()
+                    streams.append(stream)
+                }
+                // And a client that reads nothing.
+                let stuck = try RawClient(port: server.port)
+                try stuck.get("/top/events")
+                try await waitUntil { server.live.statistics.clientsConnected == 4 }
+
+                let start = ContinuousClock.now
+                async let shutdown: Void = server.shutDown()
+                for stream in streams {
+                    let final = try await stream.nextEvent()
+                    #expect(final.event == "end")
+                    #expect(final.data == #"{"reason":"shutdown"}"#)
+                    #expect(try await stream.next() == nil)
+                }
+                try await shutdown
+                let elapsed = ContinuousClock.now - start
+                // Promptly: far below the 30 s stall timeout and keep-alive of
+                // the test configuration (the 2 s of 1,000 clients is a
+                // benchmark's, on a machine not running other tests).
+                #expect(elapsed < .seconds(10), "shutdown took \(elapsed)")
+                #expect(server.live.statistics.clientsConnected == 0)
+
+                // The database closes after the server stopped.
+                await #expect(throws: SQLiteError.self) {
+                    try await server.database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
+                }
+            }
+        }
+    }
+
+    @Test func shutdownDisconnectsAClientBlockedInAWriteAfterTheGrace() async throws {
+        try await withTimeout {
+            try await LiveServer.with { server in
+                let stuck = try RawClient(port: server.port)
+                try stuck.get("/big/events")
+                try await waitUntil { server.live.statistics.clientsConnected == 1 }
+                // Until a value waits behind a write that does not progress.
+                try await fillUntilBlocked(server)
+
+                let start = ContinuousClock.now
+                try await server.shutDown()
+                let elapsed = ContinuousClock.now - start
+                // The 500 ms grace of the test configuration, not its 30 s stall timeout.
+                #expect(elapsed < .seconds(10), "shutdown took \(elapsed)")
+                #expect(server.live.statistics.clientsConnected == 0)
+                #expect(server.live.statistics.clientsStalled == 0)
+                withExtendedLifetime(stuck) {}
+            }
+        }
+    }
+
+    @Test func closedDatabaseEndsStreamsAndRefusesNewClients() async throws {
+        try await withTimeout {
+            try await LiveServer.with { server in
+                let stream = try await EventStream.open("\(server.baseURL)/top/events")
+                _ = try await stream.nextEvent()
+                await server.database.close()
+                let error = try await stream.nextEvent()
+                #expect(error.event == "error")
+                #expect(try error.decode(ErrorJSON.self).code == 21)
+                #expect(try await stream.nextEvent().event == "end")
+                #expect(try await stream.next() == nil)
+
+                let refused = try await EventStream.open("\(server.baseURL)/top/events")
+                #expect(refused.status == 503)
+                let current = try await fetch("\(server.baseURL)/top")
+                #expect(current.status == 503)
+                #expect(current.body.contains("closed"))
+            }
+        }
+    }
+
+    @Test func slowClientHoldsOnePendingValueAndIsDisconnected() async throws {
+        let configuration = {
+            var configuration = testConfiguration()
+            // Long enough for values to pile up behind the blocked write first,
+            // also under the thread sanitizer.
+            configuration.stalledClientTimeout = .seconds(2)
+            return configuration
+        }()
+        try await withTimeout {
+            try await LiveServer.with(configuration: configuration) { server in
+                let stuck = try RawClient(port: server.port)
+                try stuck.get("/big/events")
+                try await waitUntil { server.live.statistics.clientsConnected == 1 }
+                // Large values until the socket is full and values pile up
+                // for the client: the server keeps only the latest.
+                try await fillUntilBlocked(server)
+                try await waitUntil { server.live.statistics.clientsStalled == 1 }
+                try await waitUntil {
+                    server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
+                }
+                withExtendedLifetime(stuck) {}
+            }
+        }
+    }
+
+    /// Writes large values until one waits behind a write to a client that
+    /// reads nothing: the server replaced a pending value (latest wins).
+    private func fillUntilBlocked(_ server: LiveServer) async throws {
+        var round = 0
+        while server.live.statistics.valuesSkipped == 0 {
+            try #require(server.live.statistics.clientsStalled == 0, "the client stalled before a value piled up")
+            round += 1
+            try #require(round < 2_000, "the client's writes never blocked")
+            let text = String(repeating: "\(round % 10)", count: 256 * 1024)
+            try await server.database.write { db in
+                try db.execute(sql: "UPDATE blob SET text = ?", arguments: [text])
+            }
+            try await Task.sleep(for: .milliseconds(5))  // a writer's pace
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// One server-sent event, or a comment line.
+struct ServerSentEvent: Sendable, Equatable {
+    var event: String?
+    var data: String?
+    var id: String?
+    var comment: String?
+
+    var isComment: Bool { comment != nil }
+}
+
+/// A server-sent events stream read with AsyncHTTPClient over a real socket.
+/// Belongs to one task.
+final class EventStream {
+    let status: Int
+    let headers: [String: String]
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+    private var buffer: [UInt8] = []
+
+    private init(response: HTTPClientResponse) {
+        status = Int(response.status.code)
+        var headers: [String: String] = [:]
+        for header in response.headers { headers[header.name.lowercased()] = header.value }
+        self.headers = headers
+        iterator = response.body.makeAsyncIterator()
+    }
+
+    /// Opens `url`, sending `Last-Event-ID` when given.
+    static func open(
+        _ url: String, lastEventID: String? = nil, client: HTTPClient = .shared
+    ) async throws -> EventStream {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: "text/event-stream")
+        // The server closes the connection after a stream: not one to reuse.
+        request.headers.add(name: "Connection", value: "close")
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
+        let response = try await client.execute(request, timeout: .seconds(3600))
+        return EventStream(response: response)
+    }
+
+    /// The rest of the body as text (for error answers).
+    func remainingBody() async throws -> String {
+        while let chunk = try await iterator.next() { buffer.append(contentsOf: chunk.readableBytesView) }
+        defer { buffer.removeAll() }
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// The next event; comments only when asked; nil at the end of the stream.
+    func next(includingComments: Bool = false) async throws -> ServerSentEvent? {
+        while true {
+            while let end = blockEnd() {
+                let block = String(decoding: buffer[..<end], as: UTF8.self)
+                buffer.removeFirst(end + 2)
+                let event = Self.parse(block)
+                if event.isComment && !includingComments { continue }
+                return event
+            }
+            guard let chunk = try await iterator.next() else { return nil }
+            buffer.append(contentsOf: chunk.readableBytesView)
+        }
+    }
+
+    /// The next event that is not a comment, which must exist.
+    func nextEvent() async throws -> ServerSentEvent {
+        guard let event = try await next() else { throw EndOfStream() }
+        return event
+    }
+
+    struct EndOfStream: Error {}
+
+    private func blockEnd() -> Int? {
+        guard buffer.count >= 2 else { return nil }
+        for index in 0..<(buffer.count - 1) where buffer[index] == 10 && buffer[index + 1] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    private static func parse(_ block: String) -> ServerSentEvent {
+        var event = ServerSentEvent()
+        for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix(":") {
+                event.comment = String(line.dropFirst()).trimmingCharacters(in: .whitespaces)
+                continue
+            }
+            let parts = line.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let field = String(parts[0])
+            var value = parts.count > 1 ? String(parts[1]) : ""
+            if value.hasPrefix(" ") { value.removeFirst() }
+            switch field {
+            case "event": event.event = value
+            case "data": event.data = (event.data.map { $0 + "\n" } ?? "") + value
+            case "id": event.id = value
+            default: break
+            }
+        }
+        return event
+    }
+}
+
+extension ServerSentEvent {
+    /// The `data:` decoded as JSON.
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data((data ?? "").utf8))
+    }
+
+    /// The number before the dash of the `id:`.
+    var version: UInt64? {
+        id.flatMap { $0.split(separator: "-").first }.flatMap { UInt64($0) }
+    }
+}
+
+/// The JSON body of an error event or answer.
+struct ErrorJSON: Decodable, Equatable {
+    var message: String
+    var code: Int32?
+}
+
+/// Fetches `url` with `method`; returns the status, headers and body.
+func fetch(_ url: String, method: String = "GET") async throws -> (status: Int, headers: [String: String], body: String)
+{
+    var request = HTTPClientRequest(url: url)
+    request.method = .init(rawValue: method)
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+    var headers: [String: String] = [:]
+    for header in response.headers { headers[header.name.lowercased()] = header.value }
+    let body = try await response.body.collect(upTo: 1 << 24)
+    return (Int(response.status.code), headers, String(buffer: body))
+}

@@ -1,0 +1,133 @@
+import DBWatch
+import DBWatchHummingbird
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Delivery settings short enough for tests.
+func testConfiguration() -> LiveQueriesConfiguration {
+    var configuration = LiveQueriesConfiguration()
+    configuration.keepAliveInterval = .seconds(30)
+    configuration.stalledClientTimeout = .seconds(30)
+    configuration.shutdownWriteGrace = .milliseconds(500)
+    return configuration
+}
+
+/// A running application on 127.0.0.1 with an ephemeral port, serving the
+/// test requests:
+///
+/// - `GET /top?limit=N` (JSON), `GET /top/events?limit=N&scope=S` (SSE),
+///   `/top/socket` (WebSocket, `TopPlayers` as JSON)
+/// - `GET /checked/events`, `GET /big/events` (SSE)
+/// - `POST /players/:name/:score` (a write; an existing name is a constraint error)
+final class LiveServer: Sendable {
+    let port: Int
+    let live: LiveQueries
+    let database: any DatabaseWriter
+    private let group: ServiceGroup
+    private let running: Task<Void, any Error>
+    private let shutdownTriggered = Atomic<Bool>(false)
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    private init(
+        port: Int, live: LiveQueries, database: any DatabaseWriter, group: ServiceGroup, running: Task<Void, any Error>
+    ) {
+        self.port = port
+        self.live = live
+        self.database = database
+        self.group = group
+        self.running = running
+    }
+
+    /// Triggers graceful shutdown (once) and waits for the application to return.
+    func shutDown() async throws {
+        if !shutdownTriggered.exchange(true, ordering: .relaxed) {
+            await group.triggerGracefulShutdown()
+        }
+        try await running.value
+    }
+
+    /// Runs `body` against a new server, then shuts it down gracefully.
+    static func with<T: Sendable>(
+        kind: DatabaseKind = .queue,
+        configuration: LiveQueriesConfiguration = testConfiguration(),
+        logs: LogRecorder? = nil,
+        _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
+        var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
+        if logs == nil { logger.logLevel = .error }
+        var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
+        if logs == nil { databaseLogger.logLevel = .error }
+        let database = try await kind.makeDatabase(logger: databaseLogger)
+        let live = LiveQueries(database, configuration: configuration, logger: logger)
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        addRoutes(to: router, live: live)
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            services: [live],
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let running = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            running.cancel()
+            throw TimeoutError(seconds: 0)
+        }
+        let server = LiveServer(port: port, live: live, database: database, group: group, running: running)
+        do {
+            let result = try await body(server)
+            try await server.shutDown()
+            return result
+        } catch {
+            try? await server.shutDown()
+            throw error
+        }
+    }
+
+    private static func addRoutes(to router: Router<BasicWebSocketRequestContext>, live: LiveQueries) {
+        router.get("top") { request, context in
+            let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 10
+            guard limit >= 0 else {
+                return live.errorResponse(
+                    LiveQueryError.badRequest("limit must not be negative"), logger: context.logger)
+            }
+            return await live.current(TopPlayers(limit: limit), context: context)
+        }
+        router.get("top/events") { request, context in
+            let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 10
+            let scope = request.uri.queryParameters.get("scope").map { String($0) }
+            return live.events(TopPlayers(limit: limit), for: request, context: context, scope: scope)
+        }
+        router.get("checked/events") { request, context in
+            live.events(CheckedPlayers(), for: request, context: context)
+        }
+        router.get("big/events") { request, context in
+            live.events(BigText(), for: request, context: context)
+        }
+        router.post("players/:name/:score") { _, context in
+            let name = try context.parameters.require("name")
+            let score = try context.parameters.require("score", as: Int.self)
+            do {
+                try await live.database.write { db in
+                    try db.execute(sql: "INSERT INTO player (name, score) VALUES (?, ?)", arguments: [name, score])
+                }
+                return Response(status: .created)
+            } catch {
+                return live.errorResponse(error, logger: context.logger)
+            }
+        }
+        router.ws("top/socket") { inbound, outbound, context in
+            try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import DBWatch
+import Foundation
+import Logging
+
+/// A leaderboard row.
+struct Player: Codable, Hashable, Sendable {
+    var name: String
+    var score: Int
+}
+
+/// The leaderboard: the best `limit` players. Decodable, for WebSockets.
+struct TopPlayers: Queryable, Codable {
+    static var defaultValue: [Player] { [] }
+    var limit = 10
+
+    func fetch(_ db: Database) throws -> [Player] {
+        try db.fetchAll(
+            Player.self, sql: "SELECT name, score FROM player ORDER BY score DESC, name LIMIT ?", arguments: [limit])
+    }
+}
+
+/// The leaderboard, unless `control.fail` is set: then it reads a table
+/// that does not exist, a real SQLite error (code 1).
+struct CheckedPlayers: Queryable {
+    static var defaultValue: [Player] { [] }
+
+    func fetch(_ db: Database) throws -> [Player] {
+        let fail = try db.fetchOne(Int.self, sql: "SELECT fail FROM control") ?? 0
+        if fail != 0 { _ = try db.fetchAll(Int.self, sql: "SELECT x FROM missing_table") }
+        return try db.fetchAll(Player.self, sql: "SELECT name, score FROM player ORDER BY score DESC, name")
+    }
+}
+
+/// A large value: the text in `blob`, to fill a client's socket buffers.
+struct BigText: Queryable {
+    static var defaultValue: String { "" }
+
+    func fetch(_ db: Database) throws -> String {
+        try db.fetchOne(String.self, sql: "SELECT text FROM blob") ?? ""
+    }
+}
+
+let testSchema = """
+    CREATE TABLE player (name TEXT PRIMARY KEY, score INTEGER NOT NULL);
+    CREATE TABLE control (fail INTEGER NOT NULL);
+    INSERT INTO control (fail) VALUES (0);
+    CREATE TABLE blob (text TEXT NOT NULL);
+    INSERT INTO blob (text) VALUES ('');
+    INSERT INTO player (name, score) VALUES ('arthur', 100), ('barbara', 80);
+    """
+
+/// The kinds of database a test runs against.
+enum DatabaseKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case queue
+    case pool
+
+    var description: String { rawValue }
+
+    /// A new database with ``testSchema``; a pool lives in a temporary file.
+    /// The core logs through `logger` (failing observations at warning level).
+    func makeDatabase(logger: Logger? = nil) async throws -> any DatabaseWriter {
+        var configuration = Configuration()
+        if let logger { configuration.logger = logger }
+        let database: any DatabaseWriter
+        switch self {
+        case .queue:
+            database = try DatabaseQueue(configuration: configuration)
+        case .pool:
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("DBWatchHummingbirdTests-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            database = try DatabasePool(
+                path: directory.appendingPathComponent("test.sqlite").path, configuration: configuration)
+        }
+        try await database.write { db in try db.execute(sql: testSchema) }
+        return database
+    }
+}
