@@ -16,11 +16,6 @@ struct SlowConsumerTests {
         return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// Whether the thread sanitizer's runtime is loaded.
-    static var isRunningUnderThreadSanitizer: Bool {
-        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-    }
-
     @Test func memoryStaysBoundedWhile100000CommitsPassAConsumerThatDoesNotRead() async throws {
         let queue = try DatabaseQueue()
         try await queue.write { db in
@@ -46,10 +41,13 @@ struct SlowConsumerTests {
             // holds one value.
             #expect(queue.jobs.maximumQueuedJobs <= 3)
             // Resident memory is shared with the tests running in parallel
-            // (and multiplied by the thread sanitizer's shadow memory): a
-            // coarse check that 100,000 buffered values did not pile up.
+            // (the integration's HTTP servers and their clients among them,
+            // and multiplied by the thread sanitizer's shadow memory): a
+            // coarse check that 100,000 buffered values did not pile up; the
+            // precise ones are the queue's high-water mark above and the
+            // values received below.
             let growth = peak - heapBefore
-            let bound = Self.isRunningUnderThreadSanitizer ? 512 << 20 : 256 << 20
+            let bound = isThreadSanitized ? 1 << 30 : 512 << 20
             #expect(growth < bound, "resident memory grew by \(growth) bytes")
             // The consumer asks again: it gets a coalesced, recent value, and then the newest.
             var received: [Int] = []
