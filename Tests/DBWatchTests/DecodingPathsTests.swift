@@ -5,8 +5,8 @@ import Testing
 /// Probes of everything that turns rows into Swift values: each path
 /// (single value, struct property, generic property, `Row.decode`) must
 /// give the same value or the same typed error.
-@Suite("Decoding review")
-struct DecodeReviewTests {
+@Suite("Decoding: every path gives the same value or error")
+struct DecodingPathsTests {
     struct Box<T: Decodable>: Decodable { var v: T }
 
     func inMemory<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
@@ -339,8 +339,8 @@ struct DecodeReviewTests {
     }
 }
 
-@Suite("Decoding review, second round")
-struct DecodeReviewSecondTests {
+@Suite("Decoding: prepared cursors, JSON and wrappers, mixed containers, floats")
+struct DecodingEdgeCaseTests {
     struct Pair: Decodable, Equatable { var a: Int; var b: String }
 
     func inMemory<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

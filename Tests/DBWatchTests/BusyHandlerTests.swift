@@ -4,10 +4,10 @@ import Testing
 
 @testable import DBWatch
 
-/// Review of DBWatch's own busy handler (Database+LockWaits.swift) against
+/// DBWatch's own busy handler (Database+LockWaits.swift) against
 /// SQLite's `sqlite3_busy_timeout`.
-@Suite("Waiting for another connection's lock: review")
-struct LockWaitReviewTests {
+@Suite("Waiting for another connection's lock: the busy handler")
+struct BusyHandlerTests {
     /// `busyTimeout = 0` means "never wait", as `sqlite3_busy_timeout(0)`
     /// does: `lockWaitWillStart` must not announce a wait that never happens.
     @Test func aZeroBusyTimeoutAnnouncesNoWait() async throws {
@@ -88,7 +88,7 @@ private final class UncheckedBox<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-extension LockWaitReviewTests {
+extension BusyHandlerTests {
     /// A pool opens each reader connection on the reader's thread, at its
     /// first job. That open reads the file's header and may wait for
     /// another connection's lock (rollback-journal mode; WAL recovery), but

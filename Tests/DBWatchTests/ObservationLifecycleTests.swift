@@ -4,7 +4,7 @@ import Testing
 /// The lifecycle of observations and of `LiveQuery` under load: request
 /// changes, cancellation at each step, closing, and what stays behind.
 @Suite("Observation and LiveQuery lifecycle")
-struct LifecycleReviewTests {
+struct ObservationLifecycleTests {
     /// Names by prefix; its fetches wait for `release` after opening
     /// `started` (on a connection thread, never a cooperative one).
     struct GatedSearch: Queryable {

@@ -8,7 +8,7 @@ import Testing
 /// Review of `FetchBatch`: the fetches of a batch share one read
 /// transaction, so what one fetch does to it must not reach the others.
 @Suite("Refetch batches: one fetch does not spoil the others")
-struct FetchBatchReviewTests {
+struct FetchBatchIsolationTests {
     /// Gives each fetch of an armed refetch batch its role by arrival order
     /// (both run on one reader, one after the other).
     final class Roles: Sendable {

@@ -4,7 +4,8 @@ import Testing
 
 @testable import DBWatch
 
-/// Review of the claims of an idle writer's connection (commit 2054798).
+/// Claims of an idle writer's connection by a caller's thread: closing,
+/// cancellation and errors while a write holds the claim.
 extension CallerThreadWriteTests {
     @Test(arguments: ["memory", "pool"])
     func closingFromAnotherThreadWhileAWriteIsClaimedReturns(kind: String) async throws {

@@ -2,11 +2,11 @@ import DBWatch
 import Foundation
 import Testing
 
-/// Review of the CLI's handling of another connection's lock: the notice,
+/// The CLI's handling of another connection's lock: the notice,
 /// Ctrl-C during the wait, and the exit codes of README's table ("Ctrl-C
 /// during the wait stops it at once (exit 130)").
-@Suite("dbwatch under another connection's lock: review")
-struct LockWaitReviewEndToEndTests {
+@Suite("dbwatch under another connection's lock")
+struct LockWaitEndToEndTests {
     /// `demo --db` opens, migrates and seeds its file before the screen
     /// starts: under another connection's lock it said nothing, ignored
     /// Ctrl-C (InterruptSignal had already turned SIGINT off) and exited 75
