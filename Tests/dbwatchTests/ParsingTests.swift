@@ -19,7 +19,7 @@ struct ParsingTests {
         #expect(watch.changes)
         #expect(watch.count == 3)
         #expect(watch.interval == 0.5)
-        #expect(watch.timeLimit == 2)
+        #expect(watch.limits.timeLimit == 2)
         #expect(watch.color == .never)
         #expect(!watch.once)
     }
@@ -28,7 +28,7 @@ struct ParsingTests {
         let watch = try #require(try DBWatchCommand.parseAsRoot(["watch", "db.sqlite", "SELECT 1"]) as? WatchCommand)
         #expect(watch.format == nil)
         #expect(watch.interval == 1)
-        #expect(watch.timeLimit == 5)
+        #expect(watch.limits.timeLimit == 5)
         #expect(watch.count == nil)
         #expect(watch.arguments.isEmpty)
     }

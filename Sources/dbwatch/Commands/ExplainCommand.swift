@@ -32,37 +32,17 @@ struct ExplainCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Print SQLite's query plan (EXPLAIN QUERY PLAN).")
     var plan = true
 
-    @Option(
-        help: ArgumentHelp("Stop the query if it runs longer than this many seconds (exit 68).", valueName: "seconds"))
-    var timeLimit: Double = 5
-
-    @Option(
-        help: ArgumentHelp(
-            "Stop a query whose result is larger than this many bytes (exit 65).", valueName: "bytes"))
-    var maxResultSize: Int = 100_000_000
-
-    @Option(
-        help: ArgumentHelp(
-            "Stop a query whose temporary files (a large ORDER BY) grow larger than this many bytes (exit 65).",
-            valueName: "bytes"))
-    var maxTempSize: Int = 256_000_000
+    @OptionGroup var limits: QueryLimits
 
     func validate() throws {
         if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("The SQL is empty.") }
-        if maxResultSize < 1 { throw ValidationError("--max-result-size must be at least 1 byte.") }
-        if maxTempSize < 0 { throw ValidationError("--max-temp-size must be at least 0 bytes.") }
-        if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
-        }
     }
 
     func run() async throws {
         let interrupt = InterruptSignal(exitStatus: .interrupted)
         let pool = try await DatabasePool.openForWatching(database, pollInterval: nil, interrupt: interrupt)
         defer { pool.close() }
-        let query = WatchedQuery(
-            sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
-            maximumResultSize: maxResultSize, maximumTemporaryStorage: maxTempSize)
+        let query = limits.query(sql, arguments: arguments)
         let sql = self.sql
         let plan = self.plan
         let policy = query.policy

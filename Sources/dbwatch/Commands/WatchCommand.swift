@@ -66,19 +66,7 @@ struct WatchCommand: AsyncParsableCommand {
     )
     var interval: Double = 1
 
-    @Option(help: ArgumentHelp("Stop a query that runs longer than this many seconds (exit 68).", valueName: "seconds"))
-    var timeLimit: Double = 5
-
-    @Option(
-        help: ArgumentHelp(
-            "Stop a query whose result is larger than this many bytes (exit 65).", valueName: "bytes"))
-    var maxResultSize: Int = 100_000_000
-
-    @Option(
-        help: ArgumentHelp(
-            "Stop a query whose temporary files (a large ORDER BY) grow larger than this many bytes (exit 65).",
-            valueName: "bytes"))
-    var maxTempSize: Int = 256_000_000
+    @OptionGroup var limits: QueryLimits
 
     @Option(help: "Colour and reverse video: auto (on a terminal unless NO_COLOR is set), always or never.")
     var color: ColorMode = .auto
@@ -93,11 +81,6 @@ struct WatchCommand: AsyncParsableCommand {
         if !(interval >= 0.01 && interval <= 3600) {
             throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
         }
-        if !(timeLimit > 0 && timeLimit <= 86_400) {
-            throw ValidationError("--time-limit must be more than 0 and at most 86400 seconds (a day).")
-        }
-        if maxResultSize < 1 { throw ValidationError("--max-result-size must be at least 1 byte.") }
-        if maxTempSize < 0 { throw ValidationError("--max-temp-size must be at least 0 bytes.") }
         if format == .csv && sql.count > 1 {
             throw ValidationError("--format csv watches one SQL; use ndjson for several.")
         }
@@ -118,11 +101,7 @@ struct WatchCommand: AsyncParsableCommand {
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: sql.count, interrupt: interrupt)
         defer { pool.close() }
-        let queries = sql.map {
-            WatchedQuery(
-                sql: $0, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
-                maximumResultSize: maxResultSize, maximumTemporaryStorage: maxTempSize)
-        }
+        let queries = sql.map { limits.query($0, arguments: arguments) }
         var session = WatchSession(printer: printer, queryCount: queries.count, limit: once ? nil : count, once: once)
         do {
             try await session.run(queries, on: pool, interrupt: interrupt)
