@@ -168,6 +168,11 @@ final class ClientMailbox: Sendable {
         state.withLock { $0.writeStartedAt = .now }
     }
 
+    /// How long the write in progress has been waiting, if there is one.
+    func writeInProgress(now: ContinuousClock.Instant) -> Duration? {
+        state.withLock { state in state.writeStartedAt.map { now - $0 } }
+    }
+
     func writeEnded() {
         state.withLock { state in
             state.writeStartedAt = nil

@@ -106,6 +106,14 @@ public final class LiveQueries: Service, Sendable {
         counters.snapshot(observations: state.withLock { $0.observations.count })
     }
 
+    /// How long the oldest write to a client has been waiting for its
+    /// socket, if one is in progress: tests tell a client whose socket is
+    /// full from one that is only slow to be scheduled.
+    func longestWriteInProgress(now: ContinuousClock.Instant = .now) -> Duration? {
+        let clients = state.withLock { Array($0.clients.values) }
+        return clients.compactMap { $0.writeInProgress(now: now) }.max()
+    }
+
     // MARK: - Service
 
     /// Runs keep-alives and stall detection until graceful shutdown or

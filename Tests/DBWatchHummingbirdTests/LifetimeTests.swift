@@ -1,5 +1,5 @@
 import DBWatch
-import DBWatchHummingbird
+@testable import DBWatchHummingbird
 import Testing
 
 @Suite("Lifetimes: disconnect, shutdown, slow clients")
@@ -126,10 +126,17 @@ struct LifetimeTests {
                 let stuck = try RawClient(port: server.port)
                 try stuck.get("/big/events")
                 try await waitUntil { server.live.statistics.clientsConnected == 1 }
-                // Large values until the socket is full and values pile up
-                // for the client: the server keeps only the latest.
-                try await fillUntilBlocked(server)
-                try await waitUntil { server.live.statistics.clientsStalled == 1 }
+                // Large values until the socket is full, a write waits, and
+                // the client is disconnected for making no progress.
+                var round = 0
+                while server.live.statistics.clientsStalled == 0 {
+                    round += 1
+                    try #require(round < 5_000, "the client was never disconnected")
+                    try await writeLargeValue(round: round, to: server)
+                }
+                // While the write waited, newer values replaced the pending
+                // one (latest wins) instead of piling up.
+                #expect(server.live.statistics.valuesSkipped > 0)
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
                 }
@@ -138,19 +145,31 @@ struct LifetimeTests {
         }
     }
 
-    /// Writes large values until one waits behind a write to a client that
-    /// reads nothing: the server replaced a pending value (latest wins).
+    /// Writes large values until a write to a client that reads nothing has
+    /// waited for its full socket a while, and a newer value replaced the
+    /// pending one (latest wins).
+    ///
+    /// A replaced value alone does not prove a full socket: under load, a
+    /// client's write loop can be late to take a value while its socket
+    /// still has room.
     private func fillUntilBlocked(_ server: LiveServer) async throws {
         var round = 0
-        while server.live.statistics.valuesSkipped == 0 {
+        while server.live.statistics.valuesSkipped == 0
+            || server.live.longestWriteInProgress().map({ $0 < .milliseconds(300) }) ?? true
+        {
             try #require(server.live.statistics.clientsStalled == 0, "the client stalled before a value piled up")
             round += 1
-            try #require(round < 2_000, "the client's writes never blocked")
-            let text = String(repeating: "\(round % 10)", count: 256 * 1024)
-            try await server.database.write { db in
-                try db.execute(sql: "UPDATE blob SET text = ?", arguments: [text])
-            }
-            try await Task.sleep(for: .milliseconds(5))  // a writer's pace
+            try #require(round < 5_000, "the client's writes never blocked")
+            try await writeLargeValue(round: round, to: server)
         }
+    }
+
+    /// One write of a 256 KiB value, at a writer's pace.
+    private func writeLargeValue(round: Int, to server: LiveServer) async throws {
+        let text = String(repeating: "\(round % 10)", count: 256 * 1024)
+        try await server.database.write { db in
+            try db.execute(sql: "UPDATE blob SET text = ?", arguments: [text])
+        }
+        try await Task.sleep(for: .milliseconds(5))  // a writer's pace
     }
 }
