@@ -1,6 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// Packages resolved only with the trait `Hummingbird` (the
+/// `DBWatchHummingbird` product and its tests).
+let hummingbird = TargetDependencyCondition.when(traits: ["Hummingbird"])
+/// Packages resolved only with the trait `CommandLineTool` (the `dbwatch`
+/// executable).
+let commandLineTool = TargetDependencyCondition.when(traits: ["CommandLineTool"])
+
 let package = Package(
     name: "DBWatch",
     products: [
@@ -8,17 +15,31 @@ let package = Package(
         .executable(name: "dbwatch", targets: ["dbwatch"]),
         .library(name: "DBWatchHummingbird", targets: ["DBWatchHummingbird"]),
     ],
+    // A user of the `DBWatch` product alone depends with `traits: []` and
+    // resolves swift-log only: SwiftPM fetches no package that only a
+    // disabled trait uses.
+    traits: [
+        .trait(
+            name: "Hummingbird",
+            description: "The DBWatchHummingbird product: live queries over server-sent events and WebSockets."),
+        .trait(
+            name: "CommandLineTool",
+            description: "The dbwatch executable (watch, explain, migrate, demo, serve).",
+            enabledTraits: ["Hummingbird"]),
+        .default(enabledTraits: ["CommandLineTool"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Trait CommandLineTool.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // DBWatchHummingbird only: a user of DBWatch alone builds none of these
-        // (but still resolves them: package traits could spare that, later).
-        // Issue 16 pins hummingbird 2.28.x and hummingbird-websocket 2.8.x.
+        // Trait Hummingbird. Issue 16 pins hummingbird 2.28.x and
+        // hummingbird-websocket 2.8.x.
         .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", .upToNextMinor(from: "2.8.1")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // Tests of DBWatchHummingbird only: a real streaming HTTP client.
+        // Tests of DBWatchHummingbird only (trait Hummingbird): a real
+        // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
@@ -44,7 +65,7 @@ let package = Package(
             name: "dbwatch",
             dependencies: [
                 "DBWatch",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -52,10 +73,10 @@ let package = Package(
             name: "DBWatchHummingbird",
             dependencies: [
                 "DBWatch",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -78,11 +99,11 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 "DBWatchHummingbird",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -91,7 +112,7 @@ let package = Package(
             dependencies: [
                 "dbwatch",
                 "DBWatch",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
             ]
         ),
     ],
