@@ -45,7 +45,7 @@ enum HeadlessChromium {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         defer {
-            try? FileManager.default.removeItem(at: profile)
+            removeProfile(profile)
             try? FileManager.default.removeItem(at: log)
         }
         let process = Process()
@@ -150,6 +150,17 @@ enum HeadlessChromium {
                     description: "chromium lists no page: \(String(decoding: body.readableBytesView, as: UTF8.self))")
             }
             try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Removes the browser's profile, retrying for up to 10 s: a helper
+    /// process (the network service) may still write a file into it for a
+    /// moment after the browser exited, which makes a removal fail midway.
+    private static func removeProfile(_ profile: URL) {
+        let deadline = Date().addingTimeInterval(10)
+        while FileManager.default.fileExists(atPath: profile.path) {
+            if (try? FileManager.default.removeItem(at: profile)) != nil || Date() > deadline { return }
+            usleep(50_000)
         }
     }
 
