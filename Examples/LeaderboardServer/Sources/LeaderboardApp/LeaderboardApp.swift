@@ -1,0 +1,107 @@
+import DBWatch
+import DBWatchHummingbird
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+
+/// Where the leaderboard server listens and keeps its database.
+public struct LeaderboardConfiguration: Sendable {
+    /// The address to listen on.
+    public var host = "127.0.0.1"
+    /// The port to listen on; 0 picks a free one.
+    public var port = 8080
+    /// The SQLite file, created and migrated on start.
+    public var databasePath = "leaderboard.sqlite"
+    /// The server's logger.
+    public var logger = Logger(label: "LeaderboardServer")
+
+    /// The defaults: 127.0.0.1:8080, `leaderboard.sqlite` in the current directory.
+    public init() {}
+}
+
+/// The leaderboard server: opens and migrates the database, then serves
+///
+/// - `GET /`: a page showing the live leaderboard,
+/// - `GET /leaderboard`: the leaderboard as JSON,
+/// - `GET /leaderboard/events`: the leaderboard as server-sent events,
+/// - `/leaderboard/socket`: the leaderboard on a WebSocket (send `{"limit": 3}`),
+/// - `POST /players/:name/score` with `{"score": 120}`: sets a player's score.
+///
+/// - Parameter onServerRunning: called with the bound port once the server listens.
+public func buildApplication(
+    _ configuration: LeaderboardConfiguration,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    let pool = try DatabasePool(path: configuration.databasePath)
+    do {
+        try await Migrator(directory: resourcePath("Migrations")).migrate(pool)
+    } catch {
+        await pool.close()
+        throw error
+    }
+    let page = try Data(contentsOf: URL(fileURLWithPath: resourcePath("index.html")))
+
+    let live = LiveQueries(pool, logger: configuration.logger)
+    let router = Router(context: BasicWebSocketRequestContext.self)
+    router.get("/") { _, _ in
+        Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: page)))
+    }
+    router.get("leaderboard") { _, context in
+        await live.current(TopPlayers(), context: context)
+    }
+    router.get("leaderboard/events") { request, context in
+        live.events(TopPlayers(), for: request, context: context)
+    }
+    router.ws("leaderboard/socket") { inbound, outbound, context in
+        try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)
+    }
+    router.post("players/:name/score") { request, context in
+        do {
+            let name = try context.parameters.require("name").removingPercentEncoding ?? ""
+            guard (1...40).contains(name.count) else {
+                throw LiveQueryError.badRequest("a name has 1 to 40 characters")
+            }
+            let player = Player(
+                name: name, score: try await request.decode(as: ScoreChange.self, context: context).score)
+            try await pool.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO player (name, score) VALUES (?, ?)
+                        ON CONFLICT (name) DO UPDATE SET score = excluded.score
+                        """,
+                    arguments: [player.name, player.score])
+            }
+            return try context.responseEncoder.encode(player, from: request, context: context)
+        } catch {
+            return live.errorResponse(error, logger: context.logger)
+        }
+    }
+
+    return Application(
+        router: router,
+        server: .http1WebSocketUpgrade(webSocketRouter: router),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+        services: [live],  // stopped after the server: ends the streams, then closes the database
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: configuration.logger)
+}
+
+/// The body of `POST /players/:name/score`.
+struct ScoreChange: Decodable {
+    var score: Int
+}
+
+/// A file of the target's resources that is not where SwiftPM put it.
+struct MissingResource: Error, CustomStringConvertible {
+    var name: String
+    var description: String { "missing resource \(name) in \(Bundle.module.bundlePath)" }
+}
+
+/// The path of a file or folder shipped in the target's resources.
+private func resourcePath(_ name: String) throws -> String {
+    guard let url = Bundle.module.url(forResource: name, withExtension: nil) else { throw MissingResource(name: name) }
+    return url.path
+}
