@@ -438,6 +438,37 @@ struct ObservationPromiseTests {
         }
     }
 
+    /// A consumer that has not taken the value of a commit made before the
+    /// close gets it, then the closed-database error: the error does not
+    /// replace it (a loaded machine made the consumer that late in CI).
+    @Test("9. a value not taken yet when the database closes comes before the error")
+    func closingKeepsAValueNotTakenYet() async throws {
+        try await withTimeout {
+            let subscription = ObservationSubscription<Int> { _ in }
+            subscription.offer(.success(0))
+            let first = try await subscription.next()?.get()
+            #expect(first == 0)
+            subscription.offer(.success(1))
+            subscription.offer(.success(2))  // latest wins among values
+            subscription.finish(after: .failure(SQLiteError.databaseClosed))
+            let newest = try await subscription.next()?.get()
+            #expect(newest == 2)
+            let last = await subscription.next()
+            #expect(throws: SQLiteError.self) { try last?.get() }
+            let end = await subscription.next()
+            #expect(end == nil)
+
+            // A waiting error is replaced: at most one error, the last.
+            let failing = ObservationSubscription<Int> { _ in }
+            failing.offer(.failure(CancellationError()))
+            failing.finish(after: .failure(SQLiteError.databaseClosed))
+            let only = await failing.next()
+            #expect(throws: SQLiteError.self) { try only?.get() }
+            let failingEnd = await failing.next()
+            #expect(failingEnd == nil)
+        }
+    }
+
     @Test("9. closing the database ends every observation")
     func closingEndsObservations() async throws {
         try await Self.withDatabases { database in

@@ -6,6 +6,9 @@ import Synchronization
 final class ObservationSubscription<Value: Sendable>: Sendable {
     private struct State {
         var latest: Result<Value, any Error>?
+        /// The error that ends the subscription, kept behind a value still
+        /// waiting for the consumer (see ``hand(_:ending:)``).
+        var last: Result<Value, any Error>?
         var waiter: CheckedContinuation<Result<Value, any Error>?, Never>?
         var isFinished = false
         /// The consumer gets what is waiting for it, then the end.
@@ -52,7 +55,7 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
             await withCheckedContinuation { continuation in
                 let immediate = state.withLock { state -> Result<Value, any Error>?? in
                     if let latest = state.latest {
-                        state.latest = nil
+                        state.latest = state.last.take()
                         return .some(latest)
                     }
                     if state.isFinished || state.isEnding { return .some(nil) }
@@ -69,8 +72,9 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
     }
 
     /// Ends the subscription once the consumer has taken the result waiting
-    /// for it, or after `last` when given (it replaces a waiting result:
-    /// latest wins): the database closed.
+    /// for it, or after `last` when given: the database closed. A value
+    /// still waiting is delivered before `last` (the value of a commit made
+    /// before the close); a waiting error is replaced by it.
     func finish(after last: Result<Value, any Error>?) {
         hand(last, ending: true)?.resume()
     }
@@ -81,9 +85,11 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
         hand(last, ending: true)
     }
 
-    /// Gives `result` to a waiting consumer, or keeps it as the latest; when
-    /// `ending`, nothing follows it. A waiting consumer handed `nil` sees the
-    /// end (and its `next()` then finishes the subscription).
+    /// Gives `result` to a waiting consumer, or keeps it as the latest
+    /// (latest wins); when `ending`, nothing follows it, and a final error
+    /// waits behind a value the consumer has not taken yet, so that at most
+    /// two results wait. A waiting consumer handed `nil` sees the end (and
+    /// its `next()` then finishes the subscription).
     private func hand(_ result: Result<Value, any Error>?, ending: Bool) -> Wakeup? {
         state.withLock { state -> Wakeup? in
             guard !state.isFinished, !state.isEnding else { return nil }
@@ -93,7 +99,12 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
                 state.waiter = nil
                 return Wakeup(continuation: waiter, result: result)
             }
-            if let result { state.latest = result }
+            guard let result else { return nil }
+            if ending, case .success = state.latest, case .failure = result {
+                state.last = result
+            } else {
+                state.latest = result
+            }
             return nil
         }
     }
@@ -105,6 +116,7 @@ final class ObservationSubscription<Value: Sendable>: Sendable {
                 state.isFinished = true
                 state.waiter = nil
                 state.latest = nil
+                state.last = nil
             }
             return (state.waiter, !state.isFinished)
         }
