@@ -80,4 +80,110 @@ struct RowPrecisionTests {
         }
         try await waitUntil { queue.statistics(for: request)?.changesNotified == 1 }
     }
+
+    @Test func aOneRowWriteNotifiesOnlyTheObservationsOfThatRowAmongMany() async throws {
+        let queue = try await makePlayerQueue()
+        try await queue.write { db in
+            try db.execute(
+                sql:
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 40) INSERT INTO player (id, name, score) SELECT x, 'p' || x, 0 FROM c"
+            )
+        }
+        let rows = Array(1...40)
+        let requests = rows.map { SQLRequest("SELECT name, score FROM player WHERE id = ?", arguments: [$0]) }
+        // Rows 3 and 7 in one request (a region of two rowids), and the whole table.
+        let twoRows = TwoRowsRequest(first: 3, second: 7)
+        let everyRow = IntRequest("SELECT sum(score) FROM player")
+        var tasks: [Task<Void, Never>] = []
+        defer { for task in tasks { task.cancel() } }
+        for request in requests {
+            let (values, task) = record(queue.observe(request))
+            tasks.append(task)
+            try await values.wait(forCount: 1)
+        }
+        let (twoRowValues, twoRowTask) = record(queue.observe(twoRows))
+        tasks.append(twoRowTask)
+        try await twoRowValues.wait(forCount: 1)
+        let (sums, sumTask) = record(queue.observe(everyRow))
+        tasks.append(sumTask)
+        try await sums.wait(forCount: 1)
+
+        try await queue.write { db in try db.execute(sql: "UPDATE player SET score = 1 WHERE id = 7") }
+        try await waitUntil { queue.statistics(for: everyRow)?.changesNotified == 1 }
+        try await waitUntil { queue.statistics(for: requests[6])?.changesNotified == 1 }
+        #expect(queue.statistics(for: twoRows)?.changesNotified == 0)  // it reads names only
+        for (index, request) in requests.enumerated() where index != 6 {
+            #expect(queue.statistics(for: request)?.changesNotified == 0, "row \(rows[index])")
+        }
+        // A change of the name only: the row's observation reads it, the sum does not.
+        try await queue.write { db in try db.execute(sql: "UPDATE player SET name = 'x' WHERE id = 3") }
+        try await waitUntil { queue.statistics(for: requests[2])?.changesNotified == 1 }
+        try await waitUntil { queue.statistics(for: twoRows)?.changesNotified == 1 }
+        #expect(queue.statistics(for: everyRow)?.changesNotified == 1)
+        // Several rows at once, more than the observations of single rows:
+        // every observation of a changed row refetches.
+        try await queue.write { db in try db.execute(sql: "UPDATE player SET score = 2 WHERE id % 2 = 0") }
+        for (index, request) in requests.enumerated() {
+            let expected = (rows[index] == 7 ? 1 : 0) + (rows[index] == 3 ? 1 : 0) + (rows[index] % 2 == 0 ? 1 : 0)
+            try await waitUntil { queue.statistics(for: request)?.changesNotified == expected }
+        }
+        try await waitUntil { queue.statistics(for: everyRow)?.changesNotified == 2 }
+        #expect(queue.statistics(for: twoRows)?.changesNotified == 1)
+    }
+
+    @Test func theRowIndexVisitsWhatAChangeCanModify() {
+        var observers = TableObservers()
+        let score = ColumnSet.columns(["score"])
+        let name = ColumnSet.columns(["name"])
+        let objects = (0..<5).map { _ in Marker() }
+        let id = objects.map { ObjectIdentifier($0) }
+        observers.insert(id[0], read: TableRegion(columns: .all, rows: .one(1)))
+        observers.insert(id[1], read: TableRegion(columns: score, rows: .one(2)))
+        observers.insert(id[2], read: TableRegion(columns: name, rows: .many([1, 2, 3])))
+        observers.insert(id[3], read: TableRegion(columns: score, rows: nil))
+        observers.insert(id[4], read: TableRegion(columns: .all, rows: .one(9)))
+
+        func touched(_ change: TableChange) -> Set<ObjectIdentifier> {
+            var result: Set<ObjectIdentifier> = []
+            observers.forEachTouched(by: change) { result.insert($0) }
+            return result
+        }
+        func change(_ columns: ColumnSet, _ rows: RowSet?) -> TableChange {
+            var change = TableChange(columns: columns, rowID: nil)
+            change.rowIDs = rows
+            return change
+        }
+        #expect(touched(change(score, .one(2))) == [id[1], id[3]])
+        #expect(touched(change(name, .one(2))) == [id[2]])
+        #expect(touched(change(.all, .one(1))) == [id[0], id[2], id[3]])
+        #expect(touched(change(.all, .many([3, 9]))) == [id[2], id[3], id[4]])
+        #expect(touched(change(.all, .many(Set(1...100)))) == Set(id))  // more rows than observations: a scan
+        #expect(touched(change(name, nil)) == [id[0], id[2], id[4]])  // unknown rows
+        #expect(touched(change(.all, .one(50))) == [id[3]])
+
+        // Replacing a read unindexes the old rows; removing unindexes all.
+        observers.insert(id[2], read: TableRegion(columns: name, rows: .one(50)))
+        #expect(touched(change(.all, .one(3))) == [id[3]])
+        #expect(touched(change(.all, .one(50))) == [id[2], id[3]])
+        for identifier in id { observers.remove(identifier) }
+        #expect(observers.isEmpty)
+        #expect(touched(change(.all, nil)).isEmpty)
+        withExtendedLifetime(objects) {}
+    }
+}
+
+/// An object whose identity stands for an observation.
+private final class Marker {}
+
+/// Rows `first` and `second` of `player`, read by two lookups: a region of
+/// two rowids.
+private struct TwoRowsRequest: Queryable {
+    static var defaultValue: [String] { [] }
+    var first: Int
+    var second: Int
+    func fetch(_ db: Database) throws -> [String] {
+        try [first, second].compactMap { id in
+            try db.fetchOne(String.self, sql: "SELECT name FROM player WHERE id = ?", arguments: [id])
+        }
+    }
 }

@@ -54,7 +54,7 @@ final class ObservationCenter: Sendable {
         var commitSerial: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
         var shared: [SharingKey: ObjectIdentifier] = [:]
-        var byTable: [TableName: [ObjectIdentifier: TableRegion]] = [:]
+        var byTable: [TableName: TableObservers] = [:]
         /// The entries whose last fetch failed; usually none.
         var observingEverything: Set<ObjectIdentifier> = []
         /// Recent commits, oldest first.
@@ -174,7 +174,7 @@ final class ObservationCenter: Sendable {
             if entry.region != region || entry.observesEverything != failed {
                 if let old = entry.region { Self.unindex(id, region: old, in: &state) }
                 for (table, read) in region.entries {
-                    state.byTable[table, default: [:]][id] = read
+                    state.byTable[table, default: TableObservers()].insert(id, read: read)
                 }
                 entry.region = region
                 if entry.observesEverything != failed {
@@ -197,7 +197,7 @@ final class ObservationCenter: Sendable {
 
     private static func unindex(_ id: ObjectIdentifier, region: DatabaseRegion, in state: inout State) {
         for table in region.entries.keys {
-            state.byTable[table]?[id] = nil
+            state.byTable[table]?.remove(id)
             if state.byTable[table]?.isEmpty == true { state.byTable[table] = nil }
         }
     }
@@ -224,10 +224,7 @@ final class ObservationCenter: Sendable {
             }
             var ids: Set<ObjectIdentifier> = []
             changes.forEachTable { table, change in
-                guard let observers = state.byTable[table] else { return }
-                for (id, read) in observers where change.touches(read) {
-                    ids.insert(id)
-                }
+                state.byTable[table]?.forEachTouched(by: change) { ids.insert($0) }
             }
             if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
             for id in ids {
