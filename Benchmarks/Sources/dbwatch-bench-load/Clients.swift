@@ -276,6 +276,14 @@ struct HTTPControl: Sendable {
         return time
     }
 
+    /// Writes per second of `POST /burst/kind/2000`: writes one after
+    /// another inside the server process, without HTTP per write.
+    func burst(_ kind: String) async throws -> Double {
+        let parts = try await request(.POST, "/burst/\(kind)/2000").split(separator: " ").compactMap { Double($0) }
+        guard parts.count == 2, parts[1] > 0 else { throw LoadError(description: "unexpected burst answer") }
+        return parts[0] / (parts[1] / 1e9)
+    }
+
     /// The server's `GET /stats`, as numbers.
     func stats() async throws -> ServerStats {
         let body = try await request(.GET, "/stats")

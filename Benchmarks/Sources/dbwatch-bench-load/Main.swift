@@ -7,7 +7,7 @@ import NIOPosix
 struct LoadOptions {
     var runs = 1
     var clients = [1_000, 10_000]
-    var writes = 15
+    var writes = 20
     var only: Set<String> = []
     var server = ""
 
@@ -39,7 +39,7 @@ struct LoadOptions {
             switch argument {
             case "--runs": runs = max(Int(value) ?? 1, 1)
             case "--clients": clients = value.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
-            case "--writes": writes = min(max(Int(value) ?? 15, 1), 100)
+            case "--writes": writes = min(max(Int(value) ?? 20, 1), 100)
             case "--only": only = Set(value.split(separator: ",").map(String.init))
             case "--server": server = value
             default: throw LoadError(description: "unknown option \(argument)\n\(Self.usage)")
@@ -116,12 +116,15 @@ struct ScenarioRun {
             let label = "fanout \(clients) \(mode)"
             var round = 0
             if mode == "dbwatch" {
+                try await warmUp(control)
                 round = 1_000_000
                 let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
                     "/board/write/\(1_000_000 + worker * 100_000 + index)"
                 }
                 results.add("\(label): writes/s, no client", rate)
                 results.add("\(label): unobserved writes/s, no client", try await unobservedThroughput(control))
+                results.add("\(label): in-process writes/s, no client", try await control.burst("board"))
+                results.add("\(label): in-process unobserved writes/s, no client", try await control.burst("log"))
                 round = 2_000_000
                 _ = try await control.write("/board/write/\(round)")
             }
@@ -174,8 +177,25 @@ struct ScenarioRun {
                 try await Task.sleep(for: .seconds(1))
                 results.add(
                     "\(label): unobserved writes/s, clients connected", try await unobservedThroughput(control))
+                results.add("\(label): in-process writes/s, clients connected", try await control.burst("board"))
+                try await Task.sleep(for: .seconds(1))
+                results.add(
+                    "\(label): in-process unobserved writes/s, clients connected", try await control.burst("log"))
+            } else {
+                // The same HTTP load of writes against the baseline: each a broadcast.
+                let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
+                    "/board/write/\(1_000_000 + worker * 100_000 + index)"
+                }
+                results.add("\(label): broadcasts/s (POST), clients connected", rate)
             }
             await closeClients(channels)
+        }
+    }
+
+    /// A second of writes, not measured: the server's first requests are slower.
+    func warmUp(_ control: HTTPControl) async throws {
+        _ = try await control.throughput(connections: 4, seconds: 1) { worker, index in
+            "/log/write/\(-1 - worker * 1_000_000 - index)"
         }
     }
 
@@ -194,11 +214,14 @@ struct ScenarioRun {
         let control = HTTPControl(port: server.port, group: group)
         let clients = clients
         let label = "rows \(clients)"
+        try await warmUp(control)
         let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
             "/item/\((worker * 7_919 + index * 104_729) % clients + 1)/write/\(1_000_000 + worker * 100_000 + index)"
         }
         results.add("\(label): writes/s, no client", rate)
         results.add("\(label): unobserved writes/s, no client", try await unobservedThroughput(control))
+        results.add("\(label): in-process writes/s, no client", try await control.burst("item"))
+        results.add("\(label): in-process unobserved writes/s, no client", try await control.burst("log"))
         let before = try await control.stats()
         let recorder = Recorder(clients: clients)
         let start = nowNanoseconds()
@@ -250,6 +273,8 @@ struct ScenarioRun {
         }
         results.add("\(label): writes/s, clients connected", loaded)
         results.add("\(label): unobserved writes/s, clients connected", try await unobservedThroughput(control))
+        results.add("\(label): in-process writes/s, clients connected", try await control.burst("item"))
+        results.add("\(label): in-process unobserved writes/s, clients connected", try await control.burst("log"))
         await closeClients(channels)
     }
 }
@@ -296,10 +321,12 @@ final class Results {
                 add("\(base): writes/s with clients / without, %", 100 * loaded / none)
             }
             for scenario in ["\(base) dbwatch", "rows \(count)"] {
-                if let loaded = last("\(scenario): unobserved writes/s, clients connected"),
-                    let none = last("\(scenario): unobserved writes/s, no client")
-                {
-                    add("\(scenario): unobserved writes/s with clients / without, %", 100 * loaded / none)
+                for measure in ["unobserved writes/s", "in-process writes/s", "in-process unobserved writes/s"] {
+                    if let loaded = last("\(scenario): \(measure), clients connected"),
+                        let none = last("\(scenario): \(measure), no client")
+                    {
+                        add("\(scenario): \(measure) with clients / without, %", 100 * loaded / none)
+                    }
                 }
             }
             if let loaded = last("rows \(count): writes/s, clients connected"),

@@ -17,6 +17,9 @@ import Logging
 /// - `POST /board/write/:round`: sets the board's round (a write that changes its value)
 /// - `POST /item/:id/write/:round`: sets one item's round
 /// - `POST /log/write/:value`: inserts into a table that no client observes
+/// - `POST /burst/board|item|log/:milliseconds`: writes like the three
+///   above, one transaction after another in the server process, for that
+///   long; answers `count nanoseconds`
 ///
 /// `--mode baseline` is the same Hummingbird server without DBWatch:
 /// `GET /board/events` streams a constant board of the same size and shape,
@@ -50,7 +53,7 @@ struct BenchServer {
             liveConfiguration.keepAliveInterval = .seconds(3600)
             let liveQueries = LiveQueries(pool, configuration: liveConfiguration, logger: logger)
             live = liveQueries
-            addLiveRoutes(to: router, live: liveQueries, pool: pool)
+            addLiveRoutes(to: router, live: liveQueries, pool: pool, rows: arguments.rows)
             clientCount = {
                 let statistics = liveQueries.statistics
                 return (statistics.clientsConnected, statistics.fetches, statistics.valuesSent)
@@ -102,7 +105,9 @@ struct BenchServer {
         }
     }
 
-    static func addLiveRoutes(to router: Router<BasicRequestContext>, live: LiveQueries, pool: DatabasePool) {
+    static func addLiveRoutes(
+        to router: Router<BasicRequestContext>, live: LiveQueries, pool: DatabasePool, rows: Int
+    ) {
         router.get("board/events") { request, context in
             live.events(Board.Query(), for: request, context: context)
         }
@@ -118,6 +123,30 @@ struct BenchServer {
                 return nowNanoseconds()
             }
             return "\(round) \(commit)"
+        }
+        router.post("burst/:kind/:milliseconds") { _, context -> String in
+            let kind = try context.parameters.require("kind")
+            let duration = UInt64(min(try context.parameters.require("milliseconds", as: Int.self), 10_000)) * 1_000_000
+            let start = nowNanoseconds()
+            var count = 0
+            while nowNanoseconds() - start < duration {
+                count += 1
+                let value = 10_000_000 + count
+                try await pool.write { db in
+                    switch kind {
+                    case "board":
+                        try db.execute(sql: "UPDATE meta SET round = ? WHERE id = 1", arguments: [value])
+                        try db.execute(
+                            sql: "UPDATE player SET score = score + 1 WHERE id = ?", arguments: [value % 10 + 1])
+                    case "item":
+                        try db.execute(
+                            sql: "UPDATE item SET round = ? WHERE id = ?", arguments: [value, value * 7_919 % rows + 1])
+                    default:
+                        try db.execute(sql: "INSERT INTO log (value) VALUES (?)", arguments: [value])
+                    }
+                }
+            }
+            return "\(count) \(nowNanoseconds() - start)"
         }
         router.post("log/write/:value") { _, context -> String in
             let value = try context.parameters.require("value", as: Int.self)
