@@ -10,15 +10,19 @@ struct LoadOptions {
     var writes = 20
     var only: Set<String> = []
     var server = ""
+    /// Also a baseline whose clients' write loops run in child tasks, as DBWatch's do.
+    var childTaskBaseline = false
 
     static let usage = """
         usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows] [--server PATH]
+                                 [--child-task-baseline]
 
           --runs N      run each scenario N times; print median [min – max]
           --clients L   numbers of SSE clients (each also needs one open file here and one in the server)
           --writes N    measured writes per fan-out (one per second, after 2 unmeasured)
           --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4)
           --server P    the dbwatch-bench-server executable (default: next to this one)
+          --child-task-baseline  also a baseline whose clients write from a child task, as DBWatch's do
 
         Starts dbwatch-bench-server processes on 127.0.0.1 (a new one for each
         mode and number of clients), connects the clients, writes, stops the
@@ -31,6 +35,10 @@ struct LoadOptions {
             .appendingPathComponent("dbwatch-bench-server").path
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--child-task-baseline" {
+                childTaskBaseline = true
+                continue
+            }
             if argument == "-h" || argument == "--help" {
                 print(Self.usage)
                 exit(0)
@@ -109,7 +117,7 @@ struct ScenarioRun {
     /// Workloads 1, 3 and 4 on the shared query: the baseline server, then
     /// the DBWatch server, each with `clients` clients of `/board/events`.
     func fanOut() async throws {
-        for mode in ["baseline", "dbwatch"] {
+        for mode in ["baseline", "dbwatch"] + (options.childTaskBaseline ? ["baseline-task"] : []) {
             let server = try ServerProcess(executable: options.server, mode: mode, rows: 1)
             defer { server.stop() }
             let control = HTTPControl(port: server.port, group: group)

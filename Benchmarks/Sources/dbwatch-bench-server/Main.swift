@@ -58,12 +58,12 @@ struct BenchServer {
                 let statistics = liveQueries.statistics
                 return (statistics.clientsConnected, statistics.fetches, statistics.valuesSent)
             }
-        case "baseline":
+        case "baseline", "baseline-task":
             let broadcaster = Broadcaster(first: Board.initial.frame(round: 0))
-            addBaselineRoutes(to: router, broadcaster: broadcaster)
+            addBaselineRoutes(to: router, broadcaster: broadcaster, childTask: arguments.mode == "baseline-task")
             clientCount = { (broadcaster.count, 0, broadcaster.sent) }
         default:
-            throw ServerError(description: "--mode is dbwatch or baseline")
+            throw ServerError(description: "--mode is dbwatch, baseline or baseline-task")
         }
         router.get("stats") { _, _ -> String in
             let counts = clientCount()
@@ -167,7 +167,10 @@ struct BenchServer {
         }
     }
 
-    static func addBaselineRoutes(to router: Router<BasicRequestContext>, broadcaster: Broadcaster) {
+    /// `childTask`: each client's write loop runs in a child task of a task
+    /// group, as DBWatch's clients do (so that a blocked write can be
+    /// cancelled): the memory that this structure costs per client.
+    static func addBaselineRoutes(to router: Router<BasicRequestContext>, broadcaster: Broadcaster, childTask: Bool) {
         router.get("board/events") { request, _ in
             Response(
                 status: .ok,
@@ -175,6 +178,24 @@ struct BenchServer {
                 body: ResponseBody { writer in
                     let (id, frames) = broadcaster.subscribe()
                     defer { broadcaster.unsubscribe(id) }
+                    if childTask {
+                        let box = WriterBox(writer)
+                        _ = try await request.body.consumeWithInboundCloseHandler { _ in
+                            try await withThrowingTaskGroup(of: Void.self) { group in
+                                group.addTask {
+                                    for await frame in frames {
+                                        try await box.write(frame)
+                                        broadcaster.countSent()
+                                    }
+                                }
+                                try await group.next()
+                            }
+                        } onInboundClosed: {
+                            broadcaster.unsubscribe(id)
+                        }
+                        try await box.finish()
+                        return
+                    }
                     _ = try await request.body.consumeWithInboundCloseHandler { _ in
                         for await frame in frames {
                             try await writer.write(frame)

@@ -117,3 +117,23 @@ final class Broadcaster: Sendable {
         for client in clients { client.yield(frame) }
     }
 }
+
+/// A response writer used by a child task (`baseline-task`).
+final class WriterBox: @unchecked Sendable {
+    // @unchecked: used by one task at a time: the child task's write loop
+    // while the connection task awaits it, then the connection task alone.
+    private var writer: any ResponseBodyWriter
+
+    init(_ writer: any ResponseBodyWriter) {
+        self.writer = writer
+    }
+
+    func write(_ buffer: ByteBuffer) async throws {
+        try await writer.write(buffer)
+    }
+
+    func finish() async throws {
+        let writer = writer
+        try await writer.finish(nil)
+    }
+}
