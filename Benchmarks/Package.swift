@@ -11,6 +11,13 @@ import PackageDescription
 // (`--grdb`). Without it the build is faster:
 //
 //     swift build -c release --package-path Benchmarks --disable-default-traits
+//
+// The server workloads of issue 16 (SSE fan-out over loopback) are two more
+// executables: `dbwatch-bench-server` (Hummingbird, with or without DBWatch)
+// and `dbwatch-bench-load` (a SwiftNIO client that also starts and stops the
+// server processes and prints the table):
+//
+//     Benchmarks/.build/release/dbwatch-bench-load --runs 3
 let package = Package(
     name: "DBWatchBenchmarks",
     traits: [
@@ -20,6 +27,9 @@ let package = Package(
     dependencies: [
         .package(name: "DBWatch", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // The raw-SQLite baselines: the root package's CSQLite is a target,
@@ -35,6 +45,28 @@ let package = Package(
                 "CSQLiteRaw",
                 .product(name: "DBWatch", package: "DBWatch"),
                 .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["GRDB"])),
+            ]
+        ),
+        // What the server and the load client share: the monotonic clock,
+        // the file-descriptor limit, CPU time and RSS of a process.
+        .target(name: "BenchProcess"),
+        .executableTarget(
+            name: "dbwatch-bench-server",
+            dependencies: [
+                "BenchProcess",
+                .product(name: "DBWatch", package: "DBWatch"),
+                .product(name: "DBWatchHummingbird", package: "DBWatch"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "dbwatch-bench-load",
+            dependencies: [
+                "BenchProcess",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ],

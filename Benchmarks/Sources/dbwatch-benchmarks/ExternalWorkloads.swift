@@ -159,7 +159,7 @@ func externalKeptWriter(_ sizes: Sizes) async throws -> [Sample] {
         for setup in setups {
             setup.writer.stop()
             await stop([setup.consumer])
-            setup.pool.close()
+            await setup.pool.close()
         }
         let condition = "\(busy ? "cores busy" : "as is"), synchronous \(synchronous)"
         for (index, entry) in policies.enumerated() {
@@ -209,7 +209,7 @@ func externalKeptWriter(_ sizes: Sizes) async throws -> [Sample] {
                 try await pool.write { db in try db.execute(sql: "INSERT INTO t (v) VALUES (?)", arguments: [value]) }
             }
             rates[entry.key, default: []].append(Double(inserts) / seconds(since: start))
-            pool.close()
+            await pool.close()
         }
     }
     let reference = Summary.median(rates["off"]!)
