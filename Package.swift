@@ -44,6 +44,10 @@ let package = Package(
             name: "dbwatch",
             dependencies: [
                 "DBWatch",
+                // `serve`: a package trait may gate it later.
+                "DBWatchHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -91,6 +95,7 @@ let package = Package(
             dependencies: [
                 "dbwatch",
                 "DBWatch",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

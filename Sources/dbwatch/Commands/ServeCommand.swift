@@ -1,0 +1,209 @@
+import ArgumentParser
+import DBWatch
+import DBWatchHummingbird
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `dbwatch serve DB --query name=SQL…`: the queries' values over HTTP, as
+/// JSON and as server-sent events after every commit that changes them,
+/// with a page that shows them live.
+///
+/// ```sh
+/// dbwatch serve app.sqlite --query top="SELECT name, score FROM player ORDER BY score DESC LIMIT :n"
+/// curl -N 'http://127.0.0.1:8080/queries/top/events?n=10'
+/// ```
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve queries' results over HTTP, live: JSON, server-sent events and a page for the browser.",
+        discussion: """
+            GET / is a page that shows each query as a live table, changed cells highlighted. \
+            GET /queries lists the queries: name, SQL, parameters, and the tables and columns each \
+            observes. GET /queries/NAME?n=10 answers the current value as JSON, {"columns", "rows"} as \
+            `watch --format json` writes them. GET /queries/NAME/events?n=10 is a stream of server-sent \
+            events: the current value at once, then each new value (id: its version; a client \
+            reconnecting with Last-Event-ID receives nothing until the value changes), an `error` event \
+            when a fetch fails (the stream goes on), a comment every 15 s, and `event: end` when the \
+            server stops or the database file is replaced.
+
+            Named parameters (:n, @n, $n) come from the query string, typed as --arg types them; a \
+            missing, unknown or repeated one is a 400 with a JSON body; clients cannot send SQL. Clients \
+            of the same query and parameters share one observation, which ends with its last client. \
+            Any other path is a 404 with a JSON body; more streams than --max-clients a 503.
+
+            The database is opened read-only, and each query runs once at start (parameters bound to \
+            0) under the rules of `watch`: a query that writes or is refused, too slow or too big, stops \
+            `serve` before it listens, with the exit code `watch` uses. Commits by other processes are \
+            seen as `watch` sees them. A database file replaced or deleted while served ends every \
+            stream with an error event; restart `serve` to serve the new file.
+
+            One line per client connecting and leaving goes to standard error, unless --quiet. The \
+            address is printed on standard output once the server listens. Ctrl-C or SIGTERM ends \
+            every stream and exits 0.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The SQLite database file (opened read-only; never created).")
+    var database: String
+
+    @Option(
+        name: .customLong("query"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "A query to serve, name=SQL (repeat for each); the name is part of its URLs.", valueName: "name=SQL"),
+        transform: ServedQuery.parse)
+    var queries: [ServedQuery] = []
+
+    @Option(help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
+    var port: Int = 8080
+
+    @Option(
+        help: ArgumentHelp(
+            "The address to listen on: 127.0.0.1 (this machine only) unless given.", valueName: "address"))
+    var host: String = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The most event streams open at once; more are refused with 503.", valueName: "n"))
+    var maxClients: Int = 10_000
+
+    @Flag(help: "Do not log clients connecting and leaving.")
+    var quiet = false
+
+    @Option(
+        help: ArgumentHelp("Check for other processes' commits at least every this many seconds.", valueName: "seconds")
+    )
+    var interval: Double = 1
+
+    @OptionGroup var limits: QueryLimits
+
+    func validate() throws {
+        if queries.isEmpty { throw ValidationError("Give at least one --query name=SQL.") }
+        var names = Set<String>()
+        for query in queries where !names.insert(query.name).inserted {
+            throw ValidationError("--query \(query.name) is given twice.")
+        }
+        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
+        if host.isEmpty { throw ValidationError("--host is empty.") }
+        if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
+        if !(interval >= 0.01 && interval <= 3600) {
+            throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
+        }
+    }
+
+    func run() async throws {
+        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server")
+        let pool = try await DatabasePool.openForWatching(
+            database, pollInterval: .seconds(interval), readers: 4, interrupt: interrupt)
+        let queries = try await Self.check(self.queries, on: pool, limits: limits, interrupt: interrupt)
+        var configuration = LiveQueriesConfiguration()
+        // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
+        configuration.shutdownWriteGrace = .milliseconds(500)
+        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
+        let server = QueryServer(
+            live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
+            title: URL(fileURLWithPath: database).lastPathComponent)
+        try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
+            Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
+        }
+    }
+
+    /// Checks each query as `watch` would before it listens: prepared and
+    /// run once under the untrusted-SQL policy (parameters bound to 0),
+    /// which also says what it observes. A failure is the command's exit.
+    static func check(
+        _ queries: [ServedQuery], on pool: DatabasePool, limits: QueryLimits, interrupt: InterruptSignal
+    ) async throws -> [ServedQuery] {
+        var checked: [ServedQuery] = []
+        for var query in queries {
+            let sql = query.sql
+            let policy = limits.query(sql, arguments: []).policy
+            do {
+                let names = try await interrupt.cancellingOnSignal {
+                    try await pool.read { db in
+                        try db.withUntrustedSQL(policy) { try db.cachedStatement(sql: sql).parameterNames }
+                    }
+                }
+                guard names.allSatisfy({ $0.map { !$0.hasPrefix("?") } ?? false }) else {
+                    throw CommandFailure(
+                        .usage,
+                        "its parameters come from the URL's query string, so they need names: write :n, not ? or ?1")
+                }
+                query.parameters = names.compactMap { $0 }
+                let request = query.startRequest(limits: limits)
+                query.region = try await interrupt.cancellingOnSignal { try await pool.explain(request).region }
+            } catch is Interrupted {
+                Output.standardError("dbwatch: interrupted while checking the queries\n")
+                throw ExitStatus.success.exitCode
+            } catch {
+                await pool.close()
+                throw ErrorReport.exit(for: error, context: "query \(query.name)", sql: sql, readOnlyCommand: true)
+            }
+            checked.append(query)
+        }
+        return checked
+    }
+
+    /// Runs `server` on `host:port` until a signal (then every stream ends
+    /// and the database closes) or cancellation. An address that cannot be
+    /// used exits with ``ExitStatus/cannotListen``.
+    static func serve(
+        _ server: QueryServer, host: String, port: Int, interrupt: InterruptSignal,
+        onListening: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let logger = Self.logger(level: .critical)
+        let app = server.application(host: host, port: port, logger: logger) { address in
+            let shownHost = host.contains(":") ? "[\(host)]" : host
+            onListening("http://\(shownHost):\(address?.port ?? port)/")
+        }
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        do {
+            // Each task says whether it was the server's; only the server's end ends the wait.
+            try await withThrowingTaskGroup(of: Bool.self) { tasks in
+                tasks.addTask {
+                    try await group.run()
+                    return true
+                }
+                tasks.addTask {
+                    if await interrupt.wait() != nil { await group.triggerGracefulShutdown() }
+                    return false
+                }
+                while let serverEnded = try await tasks.next() {
+                    if serverEnded { tasks.cancelAll() }
+                }
+            }
+        } catch let error as IOError {
+            await server.live.database.close()
+            throw ErrorReport.exit(for: CommandFailure(.cannotListen, listenFailure(error, host: host, port: port)))
+        }
+    }
+
+    /// Why `host:port` cannot be used, in words.
+    static func listenFailure(_ error: IOError, host: String, port: Int) -> String {
+        let address = "\(CellText.sanitized(host)):\(port)"
+        switch error.errnoCode {
+        case EADDRINUSE:
+            return "cannot listen on \(address): the address is already in use (another server?); choose another --port"
+        case EACCES:
+            return "cannot listen on \(address): permission denied (ports below 1024 need privileges)"
+        case EADDRNOTAVAIL:
+            return "cannot listen on \(address): the address is not one of this machine's"
+        default:
+            return "cannot listen on \(address): \(error)"
+        }
+    }
+
+    /// A logger to standard error: the server's warnings (a query that
+    /// fails while served), or nothing below `level`.
+    static func logger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "dbwatch") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = level
+        return logger
+    }
+}
