@@ -96,6 +96,9 @@ let package = Package(
                 "dbwatch",
                 "DBWatch",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The page tests drive headless Chromium over its DevTools WebSocket.
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
