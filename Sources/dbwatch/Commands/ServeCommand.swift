@@ -118,7 +118,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// run once under the untrusted-SQL policy (parameters bound to 0),
     /// which also says what it observes. A failure is the command's exit.
     static func check(
-        _ queries: [ServedQuery], on pool: DatabasePool, limits: QueryLimits, interrupt: InterruptSignal
+        _ queries: [ServedQuery], on pool: any DatabaseWriter, limits: QueryLimits, interrupt: InterruptSignal
     ) async throws -> [ServedQuery] {
         var checked: [ServedQuery] = []
         for var query in queries {
@@ -151,51 +151,33 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     /// Runs `server` on `host:port` until a signal (then every stream ends
-    /// and the database closes) or cancellation. An address that cannot be
-    /// used exits with ``ExitStatus/cannotListen``.
+    /// and the database closes). An address that cannot be used exits with
+    /// ``ExitStatus/cannotListen``.
     static func serve(
         _ server: QueryServer, host: String, port: Int, interrupt: InterruptSignal,
-        onListening: @escaping @Sendable (String) -> Void
+        onListening: @Sendable (String) -> Void
     ) async throws {
-        let logger = Self.logger(level: .critical)
-        let app = server.application(host: host, port: port, logger: logger) { address in
-            let shownHost = host.contains(":") ? "[\(host)]" : host
-            onListening("http://\(shownHost):\(address?.port ?? port)/")
-        }
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let running: ServerRun
         do {
-            // Each task says whether it was the server's; only the server's end ends the wait.
-            try await withThrowingTaskGroup(of: Bool.self) { tasks in
-                tasks.addTask {
-                    try await group.run()
-                    return true
-                }
-                tasks.addTask {
-                    if await interrupt.wait() != nil { await group.triggerGracefulShutdown() }
-                    return false
-                }
-                while let serverEnded = try await tasks.next() {
-                    if serverEnded { tasks.cancelAll() }
-                }
-            }
-        } catch let error as IOError {
+            running = try await ServerRun.start(server, host: host, port: port)
+        } catch {
             await server.live.database.close()
-            throw ErrorReport.exit(for: CommandFailure(.cannotListen, listenFailure(error, host: host, port: port)))
+            throw ErrorReport.exit(for: error)
         }
-    }
-
-    /// Why `host:port` cannot be used, in words.
-    static func listenFailure(_ error: IOError, host: String, port: Int) -> String {
-        let address = "\(CellText.sanitized(host)):\(port)"
-        switch error.errnoCode {
-        case EADDRINUSE:
-            return "cannot listen on \(address): the address is already in use (another server?); choose another --port"
-        case EACCES:
-            return "cannot listen on \(address): permission denied (ports below 1024 need privileges)"
-        case EADDRNOTAVAIL:
-            return "cannot listen on \(address): the address is not one of this machine's"
-        default:
-            return "cannot listen on \(address): \(error)"
+        onListening(running.url)
+        // Each task says whether it was the server's; only the server's end ends the wait.
+        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask {
+                try await running.wait()
+                return true
+            }
+            tasks.addTask {
+                if await interrupt.wait() != nil { try await running.stop() }
+                return false
+            }
+            while let serverEnded = try await tasks.next() {
+                if serverEnded { tasks.cancelAll() }
+            }
         }
     }
 
