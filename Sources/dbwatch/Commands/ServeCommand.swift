@@ -24,29 +24,34 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve queries' results over HTTP, live: JSON, server-sent events and a page for the browser.",
         discussion: """
-            GET / is a page that shows each query as a live table, changed cells highlighted. \
-            GET /queries lists the queries: name, SQL, parameters, and the tables and columns each \
-            observes. GET /queries/NAME?n=10 answers the current value as JSON, {"columns", "rows"} as \
-            `watch --format json` writes them. GET /queries/NAME/events?n=10 is a stream of server-sent \
-            events: the current value at once, then each new value (id: its version; a client \
-            reconnecting with Last-Event-ID receives nothing until the value changes), an `error` event \
-            when a fetch fails (the stream goes on), a comment every 15 s, and `event: end` when the \
-            server stops or the database file is replaced.
+            GET / is a page that shows each query as a live table, the cells that changed since the \
+            previous value highlighted (parameters from the page's own query string: /?n=10). GET \
+            /queries lists the queries: name, SQL, parameters, and the tables and columns each observes, \
+            as `explain` says. GET /queries/NAME?n=10 answers the current value as JSON, {"columns", \
+            "rows"} as `watch --format json` writes them. GET /queries/NAME/events?n=10 is a stream of \
+            server-sent events: the current value at once, then each new value (id: its version; a \
+            client reconnecting with Last-Event-ID receives nothing until the value changes), an `error` \
+            event with {"message", "code"} when a fetch fails (the stream goes on), a comment every 15 s \
+            while idle, and `event: end` when the server stops or the database file is replaced.
 
             Named parameters (:n, @n, $n) come from the query string, typed as --arg types them; a \
-            missing, unknown or repeated one is a 400 with a JSON body; clients cannot send SQL. Clients \
-            of the same query and parameters share one observation, which ends with its last client. \
-            Any other path is a 404 with a JSON body; more streams than --max-clients a 503.
+            missing, unknown or repeated one is a 400 with a JSON body {"message"}; clients cannot send \
+            SQL. Clients of the same query and parameters share one observation, which ends with its \
+            last client. An unknown query or any other path is a 404 with a JSON body; more open \
+            streams than --max-clients a 503. A client holds at most one pending value (the latest); \
+            one that reads nothing for 30 s is disconnected.
 
-            The database is opened read-only, and each query runs once at start (parameters bound to \
-            0) under the rules of `watch`: a query that writes or is refused, too slow or too big, stops \
-            `serve` before it listens, with the exit code `watch` uses. Commits by other processes are \
-            seen as `watch` sees them. A database file replaced or deleted while served ends every \
-            stream with an error event; restart `serve` to serve the new file.
+            The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
+            --host says otherwise. Each query runs once at start (its parameters bound to 0) under the \
+            rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
+            (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
+            name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
+            `watch` sees them (--interval). A database file replaced or deleted while served ends every \
+            stream with an error event, then `event: end`; restart `serve` to serve the new file.
 
-            One line per client connecting and leaving goes to standard error, unless --quiet. The \
-            address is printed on standard output once the server listens. Ctrl-C or SIGTERM ends \
-            every stream and exits 0.
+            The address is printed on standard output once the server listens. One line per client \
+            connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
+            stream with `event: end` and exits 0 within 2 s.
 
             \(ExitStatus.helpText)
             """

@@ -119,9 +119,9 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           64  bad command-line arguments
           65  bad SQL (syntax error, no such table, wrong --arg count, a value or result too big) or migrations
           66  the database is missing, unreadable, not a database or corrupt
-          67  refused statement: watched and explained SQL may only read
+          67  refused statement: watched, explained and served SQL may only read
           68  the query ran longer than --time-limit and was stopped
-          69  serve cannot listen: the address is in use (or not this machine's, or not allowed)
+          69  serve cannot listen on its address (in use, not this machine's, not allowed)
           74  a write failed (disk full, file size limit, I/O error); rolled back
           75  the database is locked by another connection; try again
           130 migrate or explain stopped by Ctrl-C, SIGTERM, SIGHUP (rolled back)
