@@ -139,9 +139,12 @@ final class QueryServer: Sendable {
             return Self.errorResponse(
                 .serviceUnavailable, "too many clients: this server takes \(maxClients) streams at once")
         }
+        // Released once: when the stream ends, or when the response is
+        // dropped without its body ever running (the client left first).
+        let slot = StreamSlot { [self] in streams.subtract(1, ordering: .relaxed).newValue }
         var response = live.events(query, for: request, context: context)
         guard response.status == .ok else {
-            streams.subtract(1, ordering: .relaxed)
+            slot.release()
             return response
         }
         let number = clientNumbers.add(1, ordering: .relaxed).newValue
@@ -153,7 +156,7 @@ final class QueryServer: Sendable {
             log("client \(number) connected from \(address): \(path) (\(openStreams) open)")
             var reason = "stream ended"
             defer {
-                let open = streams.subtract(1, ordering: .relaxed).newValue
+                let open = slot.release() ?? openStreams
                 let elapsed = (ContinuousClock.now - started).components
                 let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
                 log("client \(number) left: \(reason) after \(String(format: "%.1f", seconds)) s (\(open) open)")
@@ -199,4 +202,24 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return QueryServer.errorResponse(error.status, message)
         }
     }
+}
+
+/// One place among ``QueryServer/maxClients``, given back exactly once.
+final class StreamSlot: Sendable {
+    private let released = Atomic<Bool>(false)
+    private let giveBack: @Sendable () -> Int
+
+    /// A slot that `giveBack` returns (and says how many remain taken).
+    init(giveBack: @escaping @Sendable () -> Int) {
+        self.giveBack = giveBack
+    }
+
+    /// Gives the slot back; returns the streams still open, or nil if it
+    /// was already given back.
+    @discardableResult
+    func release() -> Int? {
+        released.exchange(true, ordering: .relaxed) ? nil : giveBack()
+    }
+
+    deinit { release() }
 }
