@@ -212,7 +212,11 @@ struct ServeEndToEndTests {
             let snapshot = try await served.run.waitForExit(timeout: 10)
             let elapsed = ContinuousClock.now - start
             #expect(snapshot.exitStatus == 0, "\(snapshot)")
-            #expect(elapsed < .seconds(2), "exit took \(elapsed)")
+            // The process exits by itself well within the 2 s after which
+            // it would exit anyway, saying "did not stop" (0.3 s alone; the
+            // bound is loose for a loaded machine running every test).
+            #expect(!snapshot.stderr.contains("did not stop"), "\(snapshot)")
+            #expect(elapsed < .seconds(10), "exit took \(elapsed)")
             #expect(snapshot.stderr.components(separatedBy: " left: stream ended").count == 4, "\(snapshot)")
         }
     }
