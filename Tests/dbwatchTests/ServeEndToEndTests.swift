@@ -138,6 +138,9 @@ struct ServeEndToEndTests {
                 #expect(answer.contentType == "application/json; charset=utf-8", "\(item.path)")
                 #expect(try jsonObject(answer.body)["message"] as? String == item.message, "\(item.path)")
             }
+            let post = try await fetch(served.url + "queries", method: .POST)
+            #expect(post.status == 405)
+            #expect(try jsonObject(post.body)["message"] as? String == "only GET is served: POST /queries is not")
             let beyond = try await fetch(served.url + "queries/top?n=99999999999999999999")
             #expect(beyond.status == 400)
             #expect(try (jsonObject(beyond.body)["message"] as? String)?.contains("64-bit") == true)
@@ -182,6 +185,18 @@ struct ServeEndToEndTests {
                 snapshot.stderr
                     == "dbwatch: cannot listen on 127.0.0.1:\(port): the address is already in use (another server?); "
                     + "choose another --port\n")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anUnknownHostIsExit69() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let snapshot = try await DBWatchRun.run([
+                "serve", path, "--port", "0", "--host", "no-such-host.invalid", "--query", Self.top,
+            ])
+            #expect(snapshot.exitStatus == 69, "\(snapshot)")
+            #expect(snapshot.stderr == "dbwatch: cannot listen on no-such-host.invalid:0: no such host or address\n")
         }
     }
 

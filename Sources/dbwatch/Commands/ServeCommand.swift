@@ -37,7 +37,8 @@ struct ServeCommand: AsyncParsableCommand {
             Named parameters (:n, @n, $n) come from the query string, typed as --arg types them; a \
             missing, unknown or repeated one is a 400 with a JSON body {"message"}; clients cannot send \
             SQL. Clients of the same query and parameters share one observation, which ends with its \
-            last client. An unknown query or any other path is a 404 with a JSON body; more open \
+            last client. An unknown query or any other path is a 404 with a JSON body, any other method \
+            than GET a 405; more open \
             streams than --max-clients a 503. A client holds at most one pending value (the latest); \
             one that reads nothing for 30 s is disconnected.
 

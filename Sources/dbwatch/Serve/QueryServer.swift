@@ -28,7 +28,7 @@ struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
 /// - `GET /queries`: names, SQL, parameters, what each observes
 /// - `GET /queries/NAME?p=v`: the current value, `{"columns", "rows"}`
 /// - `GET /queries/NAME/events?p=v`: server-sent events of the value
-/// - anything else: 404 with a JSON body
+/// - any other path: 404 with a JSON body; any other method: 405
 ///
 /// ```swift
 /// let server = QueryServer(live: live, queries: queries, limits: limits, maxClients: 10_000, logsClients: true, title: "app.sqlite")
@@ -187,11 +187,18 @@ final class QueryServer: Sendable {
     }
 }
 
-/// Any path or method without a route is a JSON error answer, not an empty one.
+/// Any path without a route is a JSON error answer, not an empty one; any
+/// method but GET is a 405.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
+        guard request.method == .get else {
+            var response = QueryServer.errorResponse(
+                .methodNotAllowed, "only GET is served: \(request.method) \(request.uri.path) is not")
+            response.headers[.allow] = "GET"
+            return response
+        }
         do {
             return try await next(request, context)
         } catch let error as HTTPError {

@@ -42,6 +42,9 @@ struct ServerRun: Sendable {
                 try await running.value
             } catch let error as IOError {
                 throw CommandFailure(.cannotListen, listenFailure(error, host: host, port: port))
+            } catch is SocketAddressError, is SocketAddressError.UnknownHost {
+                throw CommandFailure(
+                    .cannotListen, "cannot listen on \(CellText.sanitized(host)):\(port): no such host or address")
             }
             throw CommandFailure(.failure, "the server stopped before it listened")
         }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// One server-sent event (comments are skipped).
 struct ServerSentEvent: Sendable, Equatable {
@@ -102,8 +103,10 @@ final class EventStream {
 }
 
 /// Fetches `url`; returns the status, the content type and the body.
-func fetch(_ url: String) async throws -> (status: Int, contentType: String?, body: String) {
-    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
+func fetch(_ url: String, method: HTTPMethod = .GET) async throws -> (status: Int, contentType: String?, body: String) {
+    var request = HTTPClientRequest(url: url)
+    request.method = method
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
     let body = try await response.body.collect(upTo: 1 << 24)
     return (Int(response.status.code), response.headers.first(name: "content-type"), String(buffer: body))
 }
