@@ -89,6 +89,8 @@ struct ServeEndToEndTests {
             #expect(queries[1]["parameters"] as? [String] == [])
             #expect((queries[0]["observes"] as? [String: [String]]) == ["main.player": ["name", "score"]])
             #expect((queries[1]["observes"] as? [String: [String]]) == ["main.player": ["score", "team"]])
+            // No key: neither result holds player's rowid.
+            #expect(queries.allSatisfy { $0["key"] is NSNull })
         }
     }
 

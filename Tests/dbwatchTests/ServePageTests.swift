@@ -27,6 +27,7 @@ struct ServePageTests {
                 "serve", path, "--port", "0", "--interval", "0.1",
                 "--query", "top=SELECT name, score FROM player ORDER BY score DESC, name LIMIT :n",
                 "--query", "teams=SELECT team, sum(score) AS total FROM player GROUP BY team ORDER BY team",
+                "--query", "players=SELECT id, name, score FROM player ORDER BY score DESC, id",
             ])
             defer { run.kill() }
             let snapshot = try await run.wait(for: "the address", timeout: 60) { $0.stdout.contains("/\n") }
@@ -47,6 +48,15 @@ struct ServePageTests {
                 try await page.waitUntil(Self.cells("teams", "td.changed"), equals: "90")
                 try await page.waitUntil(Self.cells("top"), equals: "Arthur,100,Barbara,90")
                 try await page.waitUntil(Self.cells("top", "td.changed"), equals: "90")
+
+                // Rows with a key (the rowid `id`) are matched by it, as `watch`
+                // does: a row that moved up is not a changed row.
+                try await page.waitUntil(Self.cells("players"), equals: "1,Arthur,100,2,Barbara,90,3,Craig,50")
+                try Shell.run(
+                    Shell.sqlite3,
+                    ["-bail", "-cmd", ".timeout 5000", path, "UPDATE player SET score = 200 WHERE name = 'Craig'"])
+                try await page.waitUntil(Self.cells("players"), equals: "3,Craig,200,1,Arthur,100,2,Barbara,90")
+                try await page.waitUntil(Self.cells("players", "td.changed"), equals: "200")
             }
         }
     }

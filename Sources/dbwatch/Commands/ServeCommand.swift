@@ -26,8 +26,8 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             GET / is a page that shows each query as a live table, the cells that changed since the \
             previous value highlighted (parameters from the page's own query string: /?n=10). GET \
-            /queries lists the queries: name, SQL, parameters, and the tables and columns each observes, \
-            as `explain` says. GET /queries/NAME?n=10 answers the current value as JSON, {"columns", \
+            /queries lists the queries: name, SQL, parameters, the tables and columns each observes, as \
+            `explain` says, and its key (the columns that identify a row, or null). GET /queries/NAME?n=10 answers the current value as JSON, {"columns", \
             "rows"} as `watch --format json` writes them. GET /queries/NAME/events?n=10 is a stream of \
             server-sent events: the current value at once, then each new value (id: its version; a \
             client reconnecting with Last-Event-ID receives nothing until the value changes), an `error` \
@@ -144,6 +144,9 @@ struct ServeCommand: AsyncParsableCommand {
                 query.parameters = names.compactMap { $0 }
                 let request = query.startRequest(limits: limits)
                 query.region = try await interrupt.cancellingOnSignal { try await pool.explain(request).region }
+                query.key = try await interrupt.cancellingOnSignal {
+                    try await pool.read { db in try request.fetch(db).keyColumnNames }
+                }
             } catch is Interrupted {
                 Output.standardError("dbwatch: interrupted while checking the queries\n")
                 throw ExitStatus.success.exitCode

@@ -1,6 +1,6 @@
 /// The page of `serve` at `/`: each query as a live table fed by
 /// `EventSource`, the cells that changed since the previous value
-/// highlighted. One self-contained document (no framework, no CDN: it works
+/// highlighted (rows matched by the query's key columns, as `watch` does). One self-contained document (no framework, no CDN: it works
 /// offline), readable on a phone.
 ///
 /// Parameters come from the page's own query string (`/?n=10` fills `:n` of
@@ -88,14 +88,23 @@ enum ServePage {
           const previous = state.value;
           state.value = value;
           const head = element("tr", {}, value.columns.map((name) => element("th", { textContent: name })));
-          const rows = value.rows.map((row, r) => element("tr", {}, row.map((cell, c) => {
-            const td = element("td", { textContent: cellText(cell) });
-            if (cell === null) td.classList.add("null");
-            if (typeof cell === "number") td.classList.add("number");
-            const before = previous && same(previous.columns, value.columns) && previous.rows[r];
-            if (previous && (!before || !same(before[c], cell))) td.classList.add("changed");
-            return td;
-          })));
+          // As `watch` does: rows matched by their key columns when the
+          // query has them (a moved row is not a changed one), else by position.
+          const comparable = previous && same(previous.columns, value.columns);
+          const keyIndexes = (state.key || []).map((name) => value.columns.indexOf(name));
+          const byKey = comparable && keyIndexes.length && keyIndexes.every((i) => i >= 0);
+          const keyOf = (row) => JSON.stringify(keyIndexes.map((i) => row[i]));
+          const previousByKey = new Map(byKey ? previous.rows.map((row) => [keyOf(row), row]) : []);
+          const rows = value.rows.map((row, r) => {
+            const before = !comparable ? null : byKey ? previousByKey.get(keyOf(row)) : previous.rows[r];
+            return element("tr", {}, row.map((cell, c) => {
+              const td = element("td", { textContent: cellText(cell) });
+              if (cell === null) td.classList.add("null");
+              if (typeof cell === "number") td.classList.add("number");
+              if (comparable && (!before || !same(before[c], cell))) td.classList.add("changed");
+              return td;
+            }));
+          });
           state.table.replaceChildren(element("thead", {}, [head]), element("tbody", {}, rows));
           state.meta.textContent = value.rows.length + (value.rows.length === 1 ? " row" : " rows") +
             " · updated " + new Date().toLocaleTimeString();
@@ -141,7 +150,7 @@ enum ServePage {
         }
 
         function add(query) {
-          const state = { name: query.name, inputs: new Map(), value: null, source: null };
+          const state = { name: query.name, key: query.key, inputs: new Map(), value: null, source: null };
           state.table = element("table");
           state.meta = element("div", { className: "meta", textContent: "waiting for the first value…" });
           state.error = element("div", { className: "error" });

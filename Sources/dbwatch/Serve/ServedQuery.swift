@@ -18,6 +18,10 @@ struct ServedQuery: Sendable {
     var parameters: [String] = []
     /// What a fetch reads, from `explain` at start.
     var region = DatabaseRegion()
+    /// The columns that identify a row (a table's primary key or rowid),
+    /// from the fetch at start: the page matches rows by them, as `watch`
+    /// does to highlight changed cells. `nil` when the result has none.
+    var key: [String]?
 
     /// Parses `--query`'s value, `name=SQL`.
     static func parse(_ argument: String) throws -> ServedQuery {
@@ -84,9 +88,9 @@ struct ServedQuery: Sendable {
         names.sorted().joined(separator: ", ")
     }
 
-    /// The entry of `GET /queries`: name, SQL, parameters, and the tables
-    /// and columns observed (`"*"` for every column, `[]` for inserts and
-    /// deletes only), as `explain` says.
+    /// The entry of `GET /queries`: name, SQL, parameters, the tables and
+    /// columns observed (`"*"` for every column, `[]` for inserts and
+    /// deletes only), as `explain` says, and the key columns or `null`.
     var json: JSON {
         let observes = region.tables.keys.sorted().map { table -> JSON.Member in
             let columns: JSON
@@ -100,6 +104,7 @@ struct ServedQuery: Sendable {
             "name": .string(name), "sql": .string(sql),
             "parameters": .array(parameters.map { .string(Self.bareName($0)) }),
             "observes": .object(observes),
+            "key": key.map { .array($0.map(JSON.string)) } ?? .null,
         ])
     }
 }
