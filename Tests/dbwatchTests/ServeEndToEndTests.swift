@@ -70,6 +70,28 @@ struct ServeEndToEndTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func aClientResumingWithTheValueItHoldsGetsOnlyTheNextValue() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let served = try await serve(path, ["--query", Self.teams])
+            defer { served.run.kill() }
+            let url = served.url + "queries/teams/events"
+            let holder = try await EventStream.open(url)
+            let held = try await holder.nextEvent()
+            let resumed = try await EventStream.open(url, lastEventID: try #require(held.id))
+            let stale = try await EventStream.open(url, lastEventID: "1-0")
+            // A client holding another value gets the current one at once.
+            #expect(try await stale.nextEvent().data == held.data)
+
+            try write("UPDATE player SET score = 81 WHERE name = 'Barbara'", on: path)
+            let next = try await holder.nextEvent()
+            #expect(next.data != held.data)
+            // The resumed client's first event is the new value, not the one it held.
+            #expect(try await resumed.nextEvent() == next)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func currentValueAndQueryListAreJSON() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)

@@ -148,7 +148,7 @@ final class QueryServer: Sendable {
             return response
         }
         let number = clientNumbers.add(1, ordering: .relaxed).newValue
-        let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        let path = CellText.sanitized(request.uri.path + (request.uri.query.map { "?" + $0 } ?? ""))
         let address = context.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
         let body = response.body
         response.body = ResponseBody { [self] writer in

@@ -42,10 +42,11 @@ final class EventStream {
         iterator = response.body.makeAsyncIterator()
     }
 
-    /// Opens `url`; the whole stream may last `seconds`.
-    static func open(_ url: String, seconds: Int64 = 60) async throws -> EventStream {
+    /// Opens `url`, sending `Last-Event-ID` when given; the whole stream may last `seconds`.
+    static func open(_ url: String, lastEventID: String? = nil, seconds: Int64 = 60) async throws -> EventStream {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "text/event-stream")
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
         request.headers.add(name: "Connection", value: "close")
         return EventStream(response: try await HTTPClient.shared.execute(request, timeout: .seconds(seconds)))
     }
