@@ -65,6 +65,10 @@ let package = Package(
             name: "dbwatch",
             dependencies: [
                 "DBWatch",
+                // `serve` (CommandLineTool turns on Hummingbird).
+                "DBWatchHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -112,6 +116,10 @@ let package = Package(
             dependencies: [
                 "dbwatch",
                 "DBWatch",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
+                // The page tests drive headless Chromium over its DevTools WebSocket.
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
             ]
         ),

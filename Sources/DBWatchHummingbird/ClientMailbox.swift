@@ -14,6 +14,9 @@ final class ClientMailbox: Sendable {
         case shutdown
         /// The database closed: the pending error, a final event, the end.
         case databaseClosed
+        /// The database file was replaced or deleted: the pending error, a
+        /// final event, the end.
+        case databaseReplaced
     }
 
     /// What the client's write loop does next.
@@ -239,6 +242,7 @@ final class ClientMailbox: Sendable {
         }
         switch state.finish {
         case .databaseClosed: return .end(.end(reason: "database closed"))
+        case .databaseReplaced: return .end(.end(reason: "database file replaced"))
         case .disconnected, .stalled: return .end(nil)
         case .shutdown, nil: break
         }

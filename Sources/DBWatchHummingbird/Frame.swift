@@ -106,6 +106,9 @@ struct ErrorBody: Encodable, Sendable {
     init(_ error: any Error) {
         if let error = error as? SQLiteError {
             self.init(message: error.message ?? "\(error.code)", code: error.code.rawValue)
+        } else if error is DatabaseFileReplacedError {
+            // Not the error's description: it holds the server's path.
+            self.init(message: LiveQueryError.databaseReplaced.message, code: nil)
         } else if let error = error as? LiveQueryError {
             self.init(message: error.message, code: nil)
         } else if error is DecodingError {

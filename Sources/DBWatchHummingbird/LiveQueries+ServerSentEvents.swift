@@ -1,3 +1,4 @@
+import Foundation
 import DBWatch
 import HTTPTypes
 import Hummingbird
@@ -39,6 +40,37 @@ extension LiveQueries {
         context: some RequestContext,
         scope: (any Hashable & Sendable)? = nil
     ) -> Response where R.Value: Encodable {
+        events(request, for: httpRequest, context: context, scope: scope, encode: Self.encodeJSON)
+    }
+
+    /// A server-sent events stream of `request` whose value writes its own
+    /// JSON (see ``JSONEncodedValue``); otherwise as for an `Encodable` value.
+    ///
+    /// ```swift
+    /// router.get("rows/events") { request, context in live.events(RowsQuery(), for: request, context: context) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: the observed request; its value's JSON is made once per change.
+    ///   - httpRequest: the HTTP request, whose closing ends the subscription.
+    ///   - context: the request context, whose logger is used.
+    ///   - scope: what clients must also share to share one observation.
+    public func events<R: Queryable>(
+        _ request: R,
+        for httpRequest: Request,
+        context: some RequestContext,
+        scope: (any Hashable & Sendable)? = nil
+    ) -> Response where R.Value: JSONEncodedValue {
+        events(request, for: httpRequest, context: context, scope: scope, encode: { try $0.encodedJSON() })
+    }
+
+    private func events<R: Queryable>(
+        _ request: R,
+        for httpRequest: Request,
+        context: some RequestContext,
+        scope: (any Hashable & Sendable)?,
+        encode: @escaping @Sendable (R.Value) throws -> Data
+    ) -> Response {
         if let refusal = refusal(for: request, logger: context.logger) { return refusal }
         let skipDigest = httpRequest.headers[Self.lastEventID].flatMap(Frame.digest(ofEventID:))
         let logger = context.logger
@@ -57,7 +89,7 @@ extension LiveQueries {
                     return
                 }
                 defer { unregister(client) }
-                let observation = subscribe(client, to: request, scope: scope, logger: logger)
+                let observation = subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
                 defer { unsubscribe(client, from: observation) }
                 logger.debug("Live query client connected", metadata: ["request": "\(request)"])
                 let box = WriterBox(writer)

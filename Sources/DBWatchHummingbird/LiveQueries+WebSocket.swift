@@ -69,7 +69,8 @@ extension LiveQueries {
                         client.offerDirect(.error(ErrorBody(message: "invalid request parameters", code: nil)))
                         continue
                     }
-                    let observation = subscribe(client, to: request, scope: scope, logger: logger)
+                    let observation = subscribe(
+                        client, to: request, scope: scope, logger: logger, encode: Self.encodeJSON)
                     let previous = subscription.observation.withLock { current in
                         defer { current = observation }
                         return current

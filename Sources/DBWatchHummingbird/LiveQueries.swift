@@ -51,6 +51,7 @@ public final class LiveQueries: Service, Sendable {
         var observations: [SharingKey: SharedObservation] = [:]
         var clients: [ObjectIdentifier: ClientMailbox] = [:]
         var databaseClosed = false
+        var databaseReplaced = false
     }
 
     /// The database served.
@@ -183,18 +184,37 @@ public final class LiveQueries: Service, Sendable {
     /// The current value of `request` as a JSON answer, or an error answer
     /// with its status: 400 for bad parameters, 503 (with `Retry-After`)
     /// when the database is busy or locked, 409 for a constraint, 507 for a
-    /// full disk, 503 when the database is closed or the server shuts down.
+    /// full disk, 503 when the database is closed, its file was replaced or
+    /// the server shuts down.
     ///
     /// ```swift
     /// router.get("leaderboard") { _, context in await live.current(TopPlayers(), context: context) }
     /// ```
     public func current<R: Queryable>(_ request: R, context: some RequestContext) async -> Response
     where R.Value: Encodable {
+        await current(request, context: context, encode: Self.encodeJSON)
+    }
+
+    /// The current value of `request` as a JSON answer, the value writing
+    /// its own JSON (see ``JSONEncodedValue``); statuses as for an
+    /// `Encodable` value.
+    ///
+    /// ```swift
+    /// router.get("rows") { _, context in await live.current(RowsQuery(), context: context) }
+    /// ```
+    public func current<R: Queryable>(_ request: R, context: some RequestContext) async -> Response
+    where R.Value: JSONEncodedValue {
+        await current(request, context: context, encode: { try $0.encodedJSON() })
+    }
+
+    private func current<R: Queryable>(
+        _ request: R, context: some RequestContext, encode: @Sendable (R.Value) throws -> Data
+    ) async -> Response {
         do {
             if let refusal = refusal() { throw refusal }
             let value = try await database.value(of: request)
             counters.fetches.add(1, ordering: .relaxed)
-            let json = try Self.makeEncoder().encode(value)
+            let json = try encode(value)
             return Response(
                 status: .ok,
                 headers: [.contentType: "application/json; charset=utf-8"],
@@ -209,6 +229,7 @@ public final class LiveQueries: Service, Sendable {
         state.withLock { state in
             if state.phase != .running { return .shuttingDown }
             if state.databaseClosed { return .databaseClosed }
+            if state.databaseReplaced { return .databaseReplaced }
             return nil
         }
     }
@@ -232,6 +253,8 @@ public final class LiveQueries: Service, Sendable {
             status = error.isBadRequest ? .badRequest : .serviceUnavailable
         } else if error is DecodingError {
             status = .badRequest
+        } else if error is DatabaseFileReplacedError {
+            status = .serviceUnavailable
         } else if let error = error as? any HTTPResponseError {
             status = error.status
             body = ErrorBody(message: "\(error)", code: nil)
@@ -266,8 +289,9 @@ public final class LiveQueries: Service, Sendable {
     /// Subscribes `client` to the shared observation of `request` in
     /// `scope`, starting it for the first client.
     func subscribe<R: Queryable>(
-        _ client: ClientMailbox, to request: R, scope: (any Hashable & Sendable)?, logger: Logger
-    ) -> SharedObservation where R.Value: Encodable {
+        _ client: ClientMailbox, to request: R, scope: (any Hashable & Sendable)?, logger: Logger,
+        encode: @escaping @Sendable (R.Value) throws -> Data
+    ) -> SharedObservation {
         let key = SharingKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
         // Attached under the registry's lock: the last client of a shared
         // observation cannot remove it between the lookup and the attach.
@@ -282,7 +306,7 @@ public final class LiveQueries: Service, Sendable {
         observation.deliver(initial, to: client)
         if isNew {
             observation.setTask(
-                Task { [self] in await observe(request, sharedBy: observation, logger: logger) })
+                Task { [self] in await observe(request, sharedBy: observation, logger: logger, encode: encode) })
         }
         return observation
     }
@@ -315,17 +339,18 @@ public final class LiveQueries: Service, Sendable {
     }
 
     /// The shared observation: fetch, encode once, publish to every client.
-    private func observe<R: Queryable>(_ request: R, sharedBy shared: SharedObservation, logger: Logger) async
-    where R.Value: Encodable {
+    private func observe<R: Queryable>(
+        _ request: R, sharedBy shared: SharedObservation, logger: Logger,
+        encode: @Sendable (R.Value) throws -> Data
+    ) async {
         var previous: Data?
-        let encoder = Self.makeEncoder()
         for await result in database.observe(request).results {
             counters.fetches.add(1, ordering: .relaxed)
             switch result {
             case .success(let value):
                 let json: Data
                 do {
-                    json = try encoder.encode(value)
+                    json = try encode(value)
                 } catch {
                     logger.warning(
                         "Live query value could not be encoded",
@@ -345,6 +370,14 @@ public final class LiveQueries: Service, Sendable {
                     shared.finishAll(.databaseClosed)
                     return
                 }
+                if error is DatabaseFileReplacedError {
+                    // Every later fetch would read the old file or fail:
+                    // the streams end, new clients are refused.
+                    state.withLock { $0.databaseReplaced = true }
+                    publish(.error(ErrorBody(error)), to: shared)
+                    shared.finishAll(.databaseReplaced)
+                    return
+                }
                 if Task.isCancelled { return }
                 // Not logged here: the core logs a failing observation at
                 // warning level with the request's description (once per
@@ -361,6 +394,12 @@ public final class LiveQueries: Service, Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
+    }
+
+    /// `value` as JSON, with sorted keys (an encoder per value: once per
+    /// change of a shared observation, not per client).
+    @Sendable static func encodeJSON<V: Encodable>(_ value: V) throws -> Data {
+        try makeEncoder().encode(value)
     }
 
     private func publish(_ frame: Frame, to shared: SharedObservation) {

@@ -12,6 +12,7 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
         case badRequest
         case shuttingDown
         case databaseClosed
+        case databaseReplaced
     }
 
     private let code: Code
@@ -49,6 +50,16 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// catch let error as LiveQueryError where error == .databaseClosed { … }
     /// ```
     public static let databaseClosed = LiveQueryError(code: .databaseClosed, message: "the database is closed")
+
+    /// The database file was replaced or deleted while served: 503. The
+    /// server reads a file that no path names any more; restart it (or
+    /// reopen the database) to serve the new file.
+    ///
+    /// ```swift
+    /// catch let error as LiveQueryError where error == .databaseReplaced { … }
+    /// ```
+    public static let databaseReplaced = LiveQueryError(
+        code: .databaseReplaced, message: "the database file was replaced or deleted")
 
     /// The message.
     ///

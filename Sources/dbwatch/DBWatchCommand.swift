@@ -27,7 +27,9 @@ struct DBWatchCommand: AsyncParsableCommand {
             \(ExitStatus.helpText)
             """,
         version: "0.1.0",
-        subcommands: [WatchCommand.self, MigrateCommand.self, ExplainCommand.self, DemoCommand.self]
+        subcommands: [
+            WatchCommand.self, ServeCommand.self, MigrateCommand.self, ExplainCommand.self, DemoCommand.self,
+        ]
     )
 
     /// Parses the command line and runs the command, as argument-parser's

@@ -1,3 +1,4 @@
+import Foundation
 import DBWatch
 @testable import DBWatchHummingbird
 import Testing
@@ -109,6 +110,32 @@ struct LifetimeTests {
                 let current = try await fetch("\(server.baseURL)/top")
                 #expect(current.status == 503)
                 #expect(current.body.contains("closed"))
+            }
+        }
+    }
+
+    @Test func replacedDatabaseFileEndsStreamsWithAnErrorEvent() async throws {
+        try await withTimeout {
+            try await LiveServer.with(kind: .pool, detectsExternalChanges: true) { server in
+                let path = try #require(server.database as? DatabasePool).path
+                let stream = try await EventStream.open("\(server.baseURL)/top/events")
+                _ = try await stream.nextEvent()
+                let replacement = try await DatabaseKind.pool.makeDatabase()
+                let replacementPath = try #require(replacement as? DatabasePool).path
+                await replacement.close()
+                #expect(rename(replacementPath, path) == 0)
+                let error = try await stream.nextEvent()
+                #expect(error.event == "error")
+                #expect(
+                    try error.decode(ErrorJSON.self) == ErrorJSON(message: "the database file was replaced or deleted"))
+                let end = try await stream.nextEvent()
+                #expect(end.event == "end")
+                #expect(end.data == #"{"reason":"database file replaced"}"#)
+                #expect(try await stream.next() == nil)
+
+                let refused = try await EventStream.open("\(server.baseURL)/top/events")
+                #expect(refused.status == 503)
+                #expect(try await refused.remainingBody().contains("replaced"))
             }
         }
     }

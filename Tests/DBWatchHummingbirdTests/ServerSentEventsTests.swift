@@ -34,6 +34,20 @@ struct ServerSentEventsTests {
         }
     }
 
+    @Test func valueThatWritesItsOwnJSONIsServedAsWritten() async throws {
+        try await withTimeout {
+            try await LiveServer.with { server in
+                let current = try await fetch("\(server.baseURL)/hand")
+                #expect(current.status == 200)
+                #expect(current.body == #"[["arthur",100],["barbara",80]]"#)
+                let stream = try await EventStream.open("\(server.baseURL)/hand/events")
+                #expect(try await stream.nextEvent().data == #"[["arthur",100],["barbara",80]]"#)
+                _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
+                #expect(try await stream.nextEvent().data == #"[["arthur",100],["carol",90],["barbara",80]]"#)
+            }
+        }
+    }
+
     @Test func failingFetchIsAnErrorEventAndTheStreamRecovers() async throws {
         let logs = LogRecorder()
         try await withTimeout {

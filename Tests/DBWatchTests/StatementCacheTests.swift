@@ -21,6 +21,15 @@ struct StatementCacheTests {
         #expect(kinds == [false, true, true])
     }
 
+    @Test func parameterNamesAreListedInOrder() async throws {
+        let queue = try DatabaseQueue()
+        let names = try await queue.read { db in
+            try db.cachedStatement(sql: "SELECT :a, ?, @b, :a, $c, ?5").parameterNames
+        }
+        // `?` is parameter 2; the second `:a` reuses parameter 1.
+        #expect(names == [":a", nil, "@b", "$c", "?5"])
+    }
+
     @Test func schemaChangeOnSameConnection() async throws {
         let queue = try DatabaseQueue()
         let (before, after) = try await queue.write { db in

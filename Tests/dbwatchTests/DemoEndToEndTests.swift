@@ -18,6 +18,34 @@ struct DemoEndToEndTests {
         #expect(snapshot.stderr.isEmpty, "\(snapshot)")
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func serveFlagServesTheLeaderboardWhileTheDemoRuns() async throws {
+        let run = try DBWatchRun.start(["demo", "--seed", "3", "--rate", "20", "--serve", "0"])
+        defer { run.kill() }
+        let snapshot = try await run.wait(forOutput: "/?limit=10")
+        let url = try #require(snapshot.stdout.firstMatch(of: /In a browser: (http:\/\/127\.0\.0\.1:\d+\/)\?limit=10/))
+            .1
+        let leaderboard = try jsonObject(try await fetch(url + "queries/leaderboard?limit=3").body)
+        #expect(leaderboard["columns"] as? [String] == ["id", "name", "score", "team", "color"])
+        #expect((leaderboard["rows"] as? [[Any]])?.count == 3)
+        // The simulated writes change the team totals: a second value comes.
+        let stream = try await EventStream.open(url + "queries/teams/events")
+        let first = try await stream.nextEvent()
+        let second = try await stream.nextEvent()
+        #expect(try first.rows.count == 4)
+        #expect(first.data != second.data)
+        run.interrupt()
+        // Values of writes made before the signal may come first.
+        var end = try await stream.nextEvent()
+        while end.event == nil { end = try await stream.nextEvent() }
+        #expect(end.event == "end")
+        #expect(end.data == #"{"reason":"shutdown"}"#)
+        let exited = try await run.waitForExit(timeout: 20)
+        #expect(exited.exitStatus == 0, "\(exited)")
+        #expect(exited.stdout.contains("Demo stopped after"))
+        #expect(exited.stderr.isEmpty, "\(exited)")
+    }
+
     @Test func ctrlCStopsTheDemoWithZero() async throws {
         let run = try DBWatchRun.start(["demo", "--seed", "2"])
         defer { run.kill() }

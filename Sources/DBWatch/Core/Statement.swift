@@ -43,6 +43,17 @@ public final class Statement {
     /// try db.cachedStatement(sql: "EXPLAIN QUERY PLAN SELECT * FROM player").isExplain   // true
     /// ```
     public var isExplain: Bool { sqlite3_stmt_isexplain(handle) != 0 }
+    /// The name of each parameter, in order, with its prefix (`:n`, `@n`,
+    /// `$n`, `?1`); `nil` for a plain `?`. A name used twice counts once.
+    ///
+    /// ```swift
+    /// try db.cachedStatement(sql: "SELECT * FROM player WHERE score > :min LIMIT ?").parameterNames   // [":min", nil]
+    /// ```
+    public var parameterNames: [String?] {
+        (0..<sqlite3_bind_parameter_count(handle)).map { index in
+            sqlite3_bind_parameter_name(handle, index + 1).map { String(cString: $0) }
+        }
+    }
     /// The result column names, in order.
     public private(set) var columnNames: [String]
     private(set) var columnCount: Int32

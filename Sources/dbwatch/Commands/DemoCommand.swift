@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBWatch
+import DBWatchHummingbird
 import Foundation
 
 /// `dbwatch demo`: a database with the demo schema, a simulated writer, and
@@ -8,6 +9,7 @@ import Foundation
 /// ```sh
 /// dbwatch demo                          # in memory
 /// dbwatch demo --db /tmp/demo.sqlite    # a file another terminal can watch
+/// dbwatch demo --serve 8080             # and live in a browser at http://127.0.0.1:8080/
 /// ```
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,12 +48,23 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Colour: auto (on a terminal unless NO_COLOR is set), always or never.")
     var color: ColorMode = .auto
 
+    @Option(
+        name: .customLong("serve"),
+        help: ArgumentHelp(
+            "Also serve the leaderboard and team totals live over HTTP on 127.0.0.1:PORT, as `dbwatch serve` does "
+                + "(0: any free port); the screen shows the address to open in a browser.",
+            valueName: "port"))
+    var servePort: Int?
+
     func validate() throws {
         if !(rate >= 0.01 && rate <= 1000) {
             throw ValidationError("--rate must be between 0.01 and 1000 writes per second.")
         }
         if let duration, !(duration > 0 && duration <= 86_400 * 365) {
             throw ValidationError("--duration must be more than 0 and at most 31536000 seconds (a year).")
+        }
+        if let servePort, !(0...65_535).contains(servePort) {
+            throw ValidationError("--serve takes a port between 0 and 65535.")
         }
         if let db, db.isEmpty || db == ":memory:" {
             throw ValidationError("--db takes a file path; omit it for memory.")
@@ -71,6 +84,10 @@ struct DemoCommand: AsyncParsableCommand {
             screen.hint =
                 "In another terminal: dbwatch watch \(path) \"SELECT name, score FROM player ORDER BY score DESC\""
         }
+        let serving = try await startServing(database, interrupt: interrupt)
+        if let serving {
+            screen.hint = "In a browser: \(serving.url)?limit=10" + (screen.hint.map { "\n" + $0 } ?? "")
+        }
         let terminal = Terminal.standardOutput(color: color)
         var session = DemoSession(
             database: database, screen: screen, simulation: DemoSimulation(seed: seed), color: color,
@@ -78,7 +95,9 @@ struct DemoCommand: AsyncParsableCommand {
         if terminal.isTerminal { Output.standardOutput(ANSI.alternateScreen + ANSI.hideCursor + ANSI.clearScreen) }
         do {
             try await session.run(interrupt: interrupt)
+            try await serving?.stop()
         } catch {
+            try? await serving?.stop()
             if terminal.isTerminal { Output.standardOutput(ANSI.reset + ANSI.showCursor + ANSI.normalScreen) }
             throw ErrorReport.exit(for: error, context: "the demo stopped")
         }
@@ -89,6 +108,32 @@ struct DemoCommand: AsyncParsableCommand {
         let writes = session.screen.writes
         Output.standardOutput(
             "Demo stopped after \(writes) write\(writes == 1 ? "" : "s"). Replay it: dbwatch demo --seed \(seed)\n")
+    }
+
+    /// With `--serve`, the leaderboard and the team totals served as
+    /// `dbwatch serve` serves queries; the database stays open when the
+    /// server stops (the demo closes it).
+    private func startServing(_ database: any DatabaseWriter, interrupt: InterruptSignal) async throws -> ServerRun? {
+        guard let servePort else { return nil }
+        let limits = try QueryLimits.parse([])
+        let queries = try await ServeCommand.check(
+            [
+                ServedQuery(name: "leaderboard", sql: LeaderboardRequest.sql),
+                ServedQuery(name: "teams", sql: TeamTotalsRequest.sql),
+            ], on: database, limits: limits, interrupt: interrupt)
+        var configuration = LiveQueriesConfiguration()
+        configuration.closesDatabaseOnShutdown = false
+        configuration.shutdownWriteGrace = .milliseconds(500)
+        let live = LiveQueries(database, configuration: configuration, logger: ServeCommand.logger(level: .critical))
+        let server = QueryServer(
+            live: live, queries: queries, limits: limits, maxClients: 10_000, logsClients: false,
+            title: db.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "dbwatch demo")
+        do {
+            return try await ServerRun.start(server, host: "127.0.0.1", port: servePort)
+        } catch {
+            await database.close()
+            throw ErrorReport.exit(for: error)
+        }
     }
 
     /// Opens, migrates and seeds the database, before the screen starts.

@@ -26,7 +26,7 @@ struct DemoScreen {
     var lastEvent = "starting"
     /// The observations' counters, one short phrase each.
     var statistics = ""
-    /// A command to suggest for another terminal, if any.
+    /// What to try elsewhere (a browser, another terminal), one line or several, if any.
     var hint: String?
 
     /// How long a changed score and a rank move stay highlighted.
@@ -102,7 +102,7 @@ struct DemoScreen {
         lines.append("")
         lines.append("Last write: " + lastEvent)
         if !statistics.isEmpty { lines.append(ANSI.style(statistics, .dim, enabled: color)) }
-        if let hint { lines.append(ANSI.style(hint, .dim, enabled: color)) }
+        for line in hint?.split(separator: "\n") ?? [] { lines.append(ANSI.style(String(line), .dim, enabled: color)) }
         if !isFinal { lines.append(ANSI.style("Ctrl-C to quit", .dim, enabled: color)) }
         return lines
     }

@@ -25,12 +25,14 @@ struct LeaderboardRequest: Queryable {
     func fetch(_ db: Database) throws -> [Entry] {
         try db.fetchAll(
             Entry.self,
-            sql: """
-                SELECT player.id, player.name, player.score, team.name AS team, team.color
-                FROM player LEFT JOIN team ON team.id = player.team_id
-                ORDER BY player.score DESC, player.name
-                LIMIT ?
-                """,
-            arguments: [limit])
+            sql: Self.sql, arguments: ["limit": limit])
     }
+
+    /// The SQL, also served by `demo --serve` (`:limit` from the URL).
+    static let sql = """
+        SELECT player.id, player.name, player.score, team.name AS team, team.color
+        FROM player LEFT JOIN team ON team.id = player.team_id
+        ORDER BY player.score DESC, player.name
+        LIMIT :limit
+        """
 }

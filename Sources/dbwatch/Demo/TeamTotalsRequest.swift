@@ -22,11 +22,14 @@ struct TeamTotalsRequest: Queryable {
     func fetch(_ db: Database) throws -> [Entry] {
         try db.fetchAll(
             Entry.self,
-            sql: """
-                SELECT team_score.team_id AS id, team_score.team_name AS name, team.color,
-                       team_score.player_count AS players, team_score.total_score AS total
-                FROM team_score JOIN team ON team.id = team_score.team_id
-                ORDER BY total DESC, name
-                """)
+            sql: Self.sql)
     }
+
+    /// The SQL, also served by `demo --serve`.
+    static let sql = """
+        SELECT team_score.team_id AS id, team_score.team_name AS name, team.color,
+               team_score.player_count AS players, team_score.total_score AS total
+        FROM team_score JOIN team ON team.id = team_score.team_id
+        ORDER BY total DESC, name
+        """
 }

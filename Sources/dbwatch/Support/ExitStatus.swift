@@ -7,7 +7,7 @@ import DBWatch
 /// throw ExitStatus.refused.exitCode   // exits with 67
 /// ```
 enum ExitStatus: Int32, CaseIterable, Sendable {
-    /// Success, or `watch` and `demo` stopped with Ctrl-C.
+    /// Success, or `watch`, `serve` and `demo` stopped with Ctrl-C or `SIGTERM`.
     case success = 0
     /// Any other failure.
     case failure = 1
@@ -25,6 +25,9 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case refused = 67
     /// The query ran longer than `--time-limit` and was stopped.
     case timeLimit = 68
+    /// `serve` cannot listen on its address: another server uses it, or it
+    /// is not this machine's or not allowed (`EX_UNAVAILABLE`).
+    case cannotListen = 69
     /// Storing data failed: the disk is full, the file reached its size
     /// limit, or the operating system failed a write (`EX_IOERR`). The
     /// failing transaction was rolled back; earlier commits are intact.
@@ -112,12 +115,13 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// One line of `--help` per code.
     static let helpText = """
         Exit codes:
-          0   success, or watch and demo stopped with Ctrl-C
+          0   success, or watch, serve and demo stopped with Ctrl-C or SIGTERM
           64  bad command-line arguments
           65  bad SQL (syntax error, no such table, wrong --arg count, a value or result too big) or migrations
           66  the database is missing, unreadable, not a database or corrupt
-          67  refused statement: watched and explained SQL may only read
+          67  refused statement: watched, explained and served SQL may only read
           68  the query ran longer than --time-limit and was stopped
+          69  serve cannot listen on its address (in use, not this machine's, not allowed)
           74  a write failed (disk full, file size limit, I/O error); rolled back
           75  the database is locked by another connection; try again
           130 migrate or explain stopped by Ctrl-C, SIGTERM, SIGHUP (rolled back)

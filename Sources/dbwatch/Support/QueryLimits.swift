@@ -1,7 +1,7 @@
 import ArgumentParser
 import DBWatch
 
-/// The limits under which `watch` and `explain` run a query: its time, the
+/// The limits under which `watch`, `explain` and `serve` run a query: its time, the
 /// size of its result and of its temporary files.
 struct QueryLimits: ParsableArguments {
     @Option(help: ArgumentHelp("Stop a query that runs longer than this many seconds (exit 68).", valueName: "seconds"))
@@ -28,8 +28,13 @@ struct QueryLimits: ParsableArguments {
 
     /// The query `sql` with `arguments`, to run under these limits.
     func query(_ sql: String, arguments: [SQLArgument]) -> WatchedQuery {
+        query(sql, arguments: StatementArguments(arguments.map(\.value)))
+    }
+
+    /// The query `sql` with `arguments` (named, for `serve`), to run under these limits.
+    func query(_ sql: String, arguments: StatementArguments) -> WatchedQuery {
         WatchedQuery(
-            sql: sql, arguments: StatementArguments(arguments.map(\.value)), timeLimit: .seconds(timeLimit),
+            sql: sql, arguments: arguments, timeLimit: .seconds(timeLimit),
             maximumResultSize: maxResultSize, maximumTemporaryStorage: maxTempSize)
     }
 }

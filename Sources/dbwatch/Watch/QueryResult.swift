@@ -43,3 +43,19 @@ struct QueryResult: Hashable, Sendable {
         keyColumns.map { $0.map { columns[$0] } }
     }
 }
+
+extension QueryResult {
+    /// The value as `watch --format json` and `serve` show it:
+    /// `{"columns": […], "rows": [[…], …]}`.
+    ///
+    /// ```swift
+    /// result.json.rendered()   // {"columns":["name","score"],"rows":[["Arthur",100]]}
+    /// ```
+    var json: JSON { .object(["columns": columnsJSON, "rows": QueryResult.rowsJSON(rows)]) }
+
+    /// The column names, a JSON array of strings.
+    var columnsJSON: JSON { .array(columns.map(JSON.string)) }
+
+    /// Rows as a JSON array of arrays (see ``JSON/init(_:)`` for each value).
+    static func rowsJSON(_ rows: [[DatabaseValue]]) -> JSON { .array(rows.map { .array($0.map(JSON.init)) }) }
+}

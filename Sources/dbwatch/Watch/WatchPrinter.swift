@@ -70,8 +70,8 @@ struct WatchPrinter {
             JSON.Member(key: "time", value: .string(Timestamp.iso8601(date))),
         ]
         if queries.count > 1 { members.append(JSON.Member(key: "query", value: .integer(index + 1))) }
-        members.append(JSON.Member(key: "columns", value: .array(result.columns.map(JSON.string))))
-        func rows(_ rows: [[DatabaseValue]]) -> JSON { .array(rows.map { .array($0.map(JSON.init)) }) }
+        members.append(JSON.Member(key: "columns", value: result.columnsJSON))
+        let rows = QueryResult.rowsJSON
         if let diff {
             members.append(
                 JSON.Member(

@@ -21,6 +21,7 @@ func testConfiguration() -> LiveQueriesConfiguration {
 /// - `GET /top?limit=N` (JSON), `GET /top/events?limit=N&scope=S` (SSE),
 ///   `/top/socket` (WebSocket, `TopPlayers` as JSON)
 /// - `GET /checked/events`, `GET /big/events` (SSE)
+/// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
 /// - `POST /players/:name/:score` (a write; an existing name is a constraint error)
 final class LiveServer: Sendable {
     let port: Int
@@ -55,13 +56,15 @@ final class LiveServer: Sendable {
         kind: DatabaseKind = .queue,
         configuration: LiveQueriesConfiguration = testConfiguration(),
         logs: LogRecorder? = nil,
+        detectsExternalChanges: Bool = false,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
         if logs == nil { logger.logLevel = .error }
         var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
         if logs == nil { databaseLogger.logLevel = .error }
-        let database = try await kind.makeDatabase(logger: databaseLogger)
+        let database = try await kind.makeDatabase(
+            logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
         let live = LiveQueries(database, configuration: configuration, logger: logger)
         let router = Router(context: BasicWebSocketRequestContext.self)
         addRoutes(to: router, live: live)
@@ -110,6 +113,10 @@ final class LiveServer: Sendable {
         }
         router.get("checked/events") { request, context in
             live.events(CheckedPlayers(), for: request, context: context)
+        }
+        router.get("hand") { _, context in await live.current(HandWrittenPlayers(), context: context) }
+        router.get("hand/events") { request, context in
+            live.events(HandWrittenPlayers(), for: request, context: context)
         }
         router.get("big/events") { request, context in
             live.events(BigText(), for: request, context: context)

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchHummingbird
 import Foundation
 import Logging
 
@@ -31,6 +32,27 @@ struct CheckedPlayers: Queryable {
     }
 }
 
+/// The leaderboard as JSON written by hand, numbers as text: a value that
+/// is not `Encodable` (see `JSONEncodedValue`).
+struct HandWrittenPlayers: Queryable {
+    static var defaultValue: PlayersJSON { PlayersJSON(text: "[]") }
+
+    func fetch(_ db: Database) throws -> PlayersJSON {
+        let rows = try db.fetchAll(
+            sql: "SELECT name, score FROM player ORDER BY score DESC, name")
+        let items = rows.map { row in
+            "[\"\(String.fromDatabaseValue(row["name"] ?? .null) ?? "")\",\(row["score"] ?? .null)]"
+        }
+        return PlayersJSON(text: "[" + items.joined(separator: ",") + "]")
+    }
+}
+
+/// JSON text, served as it is.
+struct PlayersJSON: JSONEncodedValue, Hashable {
+    var text: String
+    func encodedJSON() throws -> Data { Data(text.utf8) }
+}
+
 /// A large value: the text in `blob`, to fill a client's socket buffers.
 struct BigText: Queryable {
     static var defaultValue: String { "" }
@@ -58,9 +80,14 @@ enum DatabaseKind: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// A new database with ``testSchema``; a pool lives in a temporary file.
     /// The core logs through `logger` (failing observations at warning level).
-    func makeDatabase(logger: Logger? = nil) async throws -> any DatabaseWriter {
+    /// With `detectsExternalChanges`, other processes' commits (and a
+    /// replaced file) are detected, polled every 50 ms.
+    func makeDatabase(logger: Logger? = nil, detectsExternalChanges: Bool = false) async throws -> any DatabaseWriter {
         var configuration = Configuration()
         if let logger { configuration.logger = logger }
+        if detectsExternalChanges {
+            configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: .milliseconds(50))
+        }
         let database: any DatabaseWriter
         switch self {
         case .queue:

@@ -3,10 +3,13 @@ import Synchronization
 
 /// Threads that keep the cores busy with arithmetic while `body` runs, as a
 /// build or a busy server does: other processes then wait for a core.
+/// Never while a headless-browser test runs (see ``LatencyTestLock``).
 func withCPULoad<T>(threads: Int, _ body: () async throws -> T) async throws -> T {
-    let load = CPULoad(threads: threads)
-    defer { load.stop() }
-    return try await body()
+    try await LatencyTestLock.with(exclusive: false) {
+        let load = CPULoad(threads: threads)
+        defer { load.stop() }
+        return try await body()
+    }
 }
 
 /// Spinning threads, stopped and joined by `stop()`.

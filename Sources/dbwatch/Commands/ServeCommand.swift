@@ -1,0 +1,200 @@
+import ArgumentParser
+import DBWatch
+import DBWatchHummingbird
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `dbwatch serve DB --query name=SQL…`: the queries' values over HTTP, as
+/// JSON and as server-sent events after every commit that changes them,
+/// with a page that shows them live.
+///
+/// ```sh
+/// dbwatch serve app.sqlite --query top="SELECT name, score FROM player ORDER BY score DESC LIMIT :n"
+/// curl -N 'http://127.0.0.1:8080/queries/top/events?n=10'
+/// ```
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve queries' results over HTTP, live: JSON, server-sent events and a page for the browser.",
+        discussion: """
+            GET / is a page that shows each query as a live table, the cells that changed since the \
+            previous value highlighted (parameters from the page's own query string: /?n=10). GET \
+            /queries lists the queries: name, SQL, parameters, the tables and columns each observes, as \
+            `explain` says, and its key (the columns that identify a row, or null). GET /queries/NAME?n=10 answers the current value as JSON, {"columns", \
+            "rows"} as `watch --format json` writes them. GET /queries/NAME/events?n=10 is a stream of \
+            server-sent events: the current value at once, then each new value (id: its version; a \
+            client reconnecting with Last-Event-ID receives nothing until the value changes), an `error` \
+            event with {"message", "code"} when a fetch fails (the stream goes on), a comment every 15 s \
+            while idle, and `event: end` when the server stops or the database file is replaced.
+
+            Named parameters (:n, @n, $n) come from the query string, typed as --arg types them; a \
+            missing, unknown or repeated one is a 400 with a JSON body {"message"}; clients cannot send \
+            SQL. Clients of the same query and parameters share one observation, which ends with its \
+            last client. An unknown query or any other path is a 404 with a JSON body, any other method \
+            than GET a 405; more open \
+            streams than --max-clients a 503. A client holds at most one pending value (the latest); \
+            one that reads nothing for 30 s is disconnected.
+
+            The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
+            --host says otherwise. Each query runs once at start (its parameters bound to 0) under the \
+            rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
+            (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
+            name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
+            `watch` sees them (--interval). A database file replaced or deleted while served ends every \
+            stream with an error event, then `event: end`; restart `serve` to serve the new file.
+
+            The address is printed on standard output once the server listens. One line per client \
+            connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
+            stream with `event: end` and exits 0 within 2 s.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The SQLite database file (opened read-only; never created).")
+    var database: String
+
+    @Option(
+        name: .customLong("query"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "A query to serve, name=SQL (repeat for each); the name is part of its URLs.", valueName: "name=SQL"),
+        transform: ServedQuery.parse)
+    var queries: [ServedQuery] = []
+
+    @Option(help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
+    var port: Int = 8080
+
+    @Option(
+        help: ArgumentHelp(
+            "The address to listen on: 127.0.0.1 (this machine only) unless given.", valueName: "address"))
+    var host: String = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The most event streams open at once; more are refused with 503.", valueName: "n"))
+    var maxClients: Int = 10_000
+
+    @Flag(help: "Do not log clients connecting and leaving.")
+    var quiet = false
+
+    @Option(
+        help: ArgumentHelp("Check for other processes' commits at least every this many seconds.", valueName: "seconds")
+    )
+    var interval: Double = 1
+
+    @OptionGroup var limits: QueryLimits
+
+    func validate() throws {
+        if queries.isEmpty { throw ValidationError("Give at least one --query name=SQL.") }
+        var names = Set<String>()
+        for query in queries where !names.insert(query.name).inserted {
+            throw ValidationError("--query \(query.name) is given twice.")
+        }
+        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
+        if host.isEmpty { throw ValidationError("--host is empty.") }
+        if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
+        if !(interval >= 0.01 && interval <= 3600) {
+            throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
+        }
+    }
+
+    func run() async throws {
+        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server")
+        let pool = try await DatabasePool.openForWatching(
+            database, pollInterval: .seconds(interval), readers: 4, interrupt: interrupt)
+        let queries = try await Self.check(self.queries, on: pool, limits: limits, interrupt: interrupt)
+        var configuration = LiveQueriesConfiguration()
+        // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
+        configuration.shutdownWriteGrace = .milliseconds(500)
+        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
+        let server = QueryServer(
+            live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
+            title: URL(fileURLWithPath: database).lastPathComponent)
+        try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
+            Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
+        }
+    }
+
+    /// Checks each query as `watch` would before it listens: prepared and
+    /// run once under the untrusted-SQL policy (parameters bound to 0),
+    /// which also says what it observes. A failure is the command's exit.
+    static func check(
+        _ queries: [ServedQuery], on pool: any DatabaseWriter, limits: QueryLimits, interrupt: InterruptSignal
+    ) async throws -> [ServedQuery] {
+        var checked: [ServedQuery] = []
+        for var query in queries {
+            let sql = query.sql
+            let policy = limits.query(sql, arguments: []).policy
+            do {
+                let names = try await interrupt.cancellingOnSignal {
+                    try await pool.read { db in
+                        try db.withUntrustedSQL(policy) { try db.cachedStatement(sql: sql).parameterNames }
+                    }
+                }
+                guard names.allSatisfy({ $0.map { !$0.hasPrefix("?") } ?? false }) else {
+                    throw CommandFailure(
+                        .usage,
+                        "its parameters come from the URL's query string, so they need names: write :n, not ? or ?1")
+                }
+                query.parameters = names.compactMap { $0 }
+                let request = query.startRequest(limits: limits)
+                query.region = try await interrupt.cancellingOnSignal { try await pool.explain(request).region }
+                query.key = try await interrupt.cancellingOnSignal {
+                    try await pool.read { db in try request.fetch(db).keyColumnNames }
+                }
+            } catch is Interrupted {
+                Output.standardError("dbwatch: interrupted while checking the queries\n")
+                throw ExitStatus.success.exitCode
+            } catch {
+                await pool.close()
+                throw ErrorReport.exit(for: error, context: "query \(query.name)", sql: sql, readOnlyCommand: true)
+            }
+            checked.append(query)
+        }
+        return checked
+    }
+
+    /// Runs `server` on `host:port` until a signal (then every stream ends
+    /// and the database closes). An address that cannot be used exits with
+    /// ``ExitStatus/cannotListen``.
+    static func serve(
+        _ server: QueryServer, host: String, port: Int, interrupt: InterruptSignal,
+        onListening: @Sendable (String) -> Void
+    ) async throws {
+        let running: ServerRun
+        do {
+            running = try await ServerRun.start(server, host: host, port: port)
+        } catch {
+            await server.live.database.close()
+            throw ErrorReport.exit(for: error)
+        }
+        onListening(running.url)
+        // Each task says whether it was the server's; only the server's end ends the wait.
+        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask {
+                try await running.wait()
+                return true
+            }
+            tasks.addTask {
+                if await interrupt.wait() != nil { try await running.stop() }
+                return false
+            }
+            while let serverEnded = try await tasks.next() {
+                if serverEnded { tasks.cancelAll() }
+            }
+        }
+    }
+
+    /// A logger to standard error: the server's warnings (a query that
+    /// fails while served), or nothing below `level`.
+    static func logger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "dbwatch") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = level
+        return logger
+    }
+}

@@ -1,0 +1,232 @@
+import DBWatch
+import DBWatchHummingbird
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The request context of `serve`: Hummingbird's basics and the client's
+/// address, for the log lines.
+struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
+    /// Hummingbird's storage.
+    var coreContext: CoreRequestContextStorage
+    /// The client's address.
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// The HTTP side of `serve` (and `demo --serve`): the routes over a
+/// ``LiveQueries``, the limit on clients and the log lines.
+///
+/// - `GET /`: the page (``ServePage``)
+/// - `GET /queries`: names, SQL, parameters, what each observes
+/// - `GET /queries/NAME?p=v`: the current value, `{"columns", "rows"}`
+/// - `GET /queries/NAME/events?p=v`: server-sent events of the value
+/// - any other path: 404 with a JSON body; any other method: 405
+///
+/// ```swift
+/// let server = QueryServer(live: live, queries: queries, limits: limits, maxClients: 10_000, logsClients: true, title: "app.sqlite")
+/// let app = server.application(host: "127.0.0.1", port: 8080, logger: logger) { address in print(address) }
+/// ```
+final class QueryServer: Sendable {
+    /// The live queries served.
+    let live: LiveQueries
+    /// The queries, in the order given.
+    let queries: [ServedQuery]
+    private let queriesByName: [String: ServedQuery]
+    /// The limits each query runs under.
+    let limits: QueryLimits
+    /// The most streams open at once.
+    let maxClients: Int
+    /// Whether each client's arrival and departure is a line on standard error.
+    let logsClients: Bool
+    /// What the page shows as its title (the database's file name).
+    let title: String
+    private let streams = Atomic<Int>(0)
+    private let clientNumbers = Atomic<Int>(0)
+
+    init(
+        live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
+        title: String
+    ) {
+        self.live = live
+        self.queries = queries
+        queriesByName = Dictionary(queries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.limits = limits
+        self.maxClients = maxClients
+        self.logsClients = logsClients
+        self.title = title
+    }
+
+    /// Streams open now.
+    var openStreams: Int { streams.load(ordering: .relaxed) }
+
+    /// The application: the server on `host:port` (0: any free port), then
+    /// ``live`` among its services. `onListening` gets the bound address.
+    func application(
+        host: String, port: Int, logger: Logger,
+        onListening: @escaping @Sendable (SocketAddress?) async -> Void
+    ) -> some ApplicationProtocol {
+        Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            services: [live],
+            onServerRunning: { channel in await onListening(channel.localAddress) },
+            logger: logger)
+    }
+
+    func makeRouter() -> Router<ServeRequestContext> {
+        let router = Router(context: ServeRequestContext.self)
+        router.add(middleware: JSONErrorMiddleware())
+        let page = ByteBuffer(string: ServePage.html(title: title))
+        router.get("/") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+                body: ResponseBody(byteBuffer: page))
+        }
+        let list = ByteBuffer(string: JSON.array(queries.map(\.json)).rendered())
+        router.get("queries") { _, _ in
+            Response(status: .ok, headers: Self.jsonHeaders, body: ResponseBody(byteBuffer: list))
+        }
+        router.get("queries/:name") { [self] request, context in
+            let query: WatchedQuery
+            switch lookUp(request, context: context) {
+            case .success(let request): query = request
+            case .failure(let response): return response
+            }
+            return await live.current(query, context: context)
+        }
+        router.get("queries/:name/events") { [self] request, context in
+            events(for: request, context: context)
+        }
+        return router
+    }
+
+    private enum Lookup {
+        case success(WatchedQuery)
+        case failure(Response)
+    }
+
+    /// The observed request a URL names, or the error answer.
+    private func lookUp(_ request: Request, context: ServeRequestContext) -> Lookup {
+        let name = context.parameters.get("name") ?? ""
+        guard let query = queriesByName[name] else {
+            return .failure(Self.errorResponse(.notFound, "no query named \(name); the queries are listed at /queries"))
+        }
+        do {
+            return .success(try query.request(queryString: request.uri.queryParameters, limits: limits))
+        } catch {
+            return .failure(live.errorResponse(error, logger: context.logger))
+        }
+    }
+
+    /// A server-sent events stream, counted against ``maxClients`` and
+    /// logged when it starts and ends.
+    private func events(for request: Request, context: ServeRequestContext) -> Response {
+        let query: WatchedQuery
+        switch lookUp(request, context: context) {
+        case .success(let request): query = request
+        case .failure(let response): return response
+        }
+        guard streams.add(1, ordering: .relaxed).newValue <= maxClients else {
+            streams.subtract(1, ordering: .relaxed)
+            return Self.errorResponse(
+                .serviceUnavailable, "too many clients: this server takes \(maxClients) streams at once")
+        }
+        // Released once: when the stream ends, or when the response is
+        // dropped without its body ever running (the client left first).
+        let slot = StreamSlot { [self] in streams.subtract(1, ordering: .relaxed).newValue }
+        var response = live.events(query, for: request, context: context)
+        guard response.status == .ok else {
+            slot.release()
+            return response
+        }
+        let number = clientNumbers.add(1, ordering: .relaxed).newValue
+        let path = CellText.sanitized(request.uri.path + (request.uri.query.map { "?" + $0 } ?? ""))
+        let address = context.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
+        let body = response.body
+        response.body = ResponseBody { [self] writer in
+            let started = ContinuousClock.now
+            log("client \(number) connected from \(address): \(path) (\(openStreams) open)")
+            var reason = "stream ended"
+            defer {
+                let open = slot.release() ?? openStreams
+                let elapsed = (ContinuousClock.now - started).components
+                let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+                log("client \(number) left: \(reason) after \(String(format: "%.1f", seconds)) s (\(open) open)")
+            }
+            do {
+                try await body.write(writer)
+            } catch {
+                reason = "disconnected"
+                throw error
+            }
+        }
+        return response
+    }
+
+    private func log(_ line: String) {
+        guard logsClients else { return }
+        Output.standardError("dbwatch: \(Timestamp.iso8601(Date())) \(line)\n")
+    }
+
+    static let jsonHeaders: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+
+    /// An error answer with a JSON body, `{"message": …}`, as the
+    /// integration's.
+    static func errorResponse(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        Response(
+            status: status, headers: jsonHeaders,
+            body: ResponseBody(byteBuffer: ByteBuffer(string: JSON.object(["message": .string(message)]).rendered())))
+    }
+}
+
+/// Any path without a route is a JSON error answer, not an empty one; any
+/// method but GET is a 405.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard request.method == .get else {
+            var response = QueryServer.errorResponse(
+                .methodNotAllowed, "only GET is served: \(request.method) \(request.uri.path) is not")
+            response.headers[.allow] = "GET"
+            return response
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError {
+            let message =
+                error.status == .notFound
+                ? "no such path: \(request.uri.path); the queries are listed at /queries"
+                : (error.body ?? error.status.reasonPhrase)
+            return QueryServer.errorResponse(error.status, message)
+        }
+    }
+}
+
+/// One place among ``QueryServer/maxClients``, given back exactly once.
+final class StreamSlot: Sendable {
+    private let released = Atomic<Bool>(false)
+    private let giveBack: @Sendable () -> Int
+
+    /// A slot that `giveBack` returns (and says how many remain taken).
+    init(giveBack: @escaping @Sendable () -> Int) {
+        self.giveBack = giveBack
+    }
+
+    /// Gives the slot back; returns the streams still open, or nil if it
+    /// was already given back.
+    @discardableResult
+    func release() -> Int? {
+        released.exchange(true, ordering: .relaxed) ? nil : giveBack()
+    }
+
+    deinit { release() }
+}

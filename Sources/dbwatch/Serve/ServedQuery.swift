@@ -1,0 +1,117 @@
+import ArgumentParser
+import DBWatch
+import DBWatchHummingbird
+
+/// One `--query name=SQL` of `serve`: its name in URLs, its SQL, the names
+/// of its parameters (given in the query string) and what it observes.
+///
+/// ```swift
+/// let query = try ServedQuery.parse("top=SELECT name FROM player LIMIT :n")
+/// query.name   // "top"
+/// ```
+struct ServedQuery: Sendable {
+    /// The name in `/queries/NAME`: letters, digits, `-` and `_`.
+    let name: String
+    /// The SQL, one statement.
+    let sql: String
+    /// The parameters as the SQL writes them (`:n`, `@n`, `$n`), in order.
+    var parameters: [String] = []
+    /// What a fetch reads, from `explain` at start.
+    var region = DatabaseRegion()
+    /// The columns that identify a row (a table's primary key or rowid),
+    /// from the fetch at start: the page matches rows by them, as `watch`
+    /// does to highlight changed cells. `nil` when the result has none.
+    var key: [String]?
+
+    /// Parses `--query`'s value, `name=SQL`.
+    static func parse(_ argument: String) throws -> ServedQuery {
+        guard let equals = argument.firstIndex(of: "=") else {
+            throw ValidationError("--query \(CellText.sanitized(argument)): write it name=SQL.")
+        }
+        let name = String(argument[..<equals])
+        let sql = String(argument[argument.index(after: equals)...])
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
+            throw ValidationError(
+                "--query \(CellText.sanitized(name)): a name holds only letters, digits, - and _ (it is part of URLs).")
+        }
+        if sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw ValidationError("--query \(name): the SQL is empty.")
+        }
+        return ServedQuery(name: name, sql: sql)
+    }
+
+    /// A parameter's name in a query string: without its prefix.
+    static func bareName(_ parameter: String) -> String { String(parameter.dropFirst()) }
+
+    /// The observed request for the values of a query string, typed as
+    /// `--arg` types them. A missing, unknown or repeated parameter is a
+    /// ``LiveQueryError/badRequest(_:)``.
+    func request(
+        queryString: some Sequence<(key: Substring, value: Substring)>, limits: QueryLimits
+    ) throws -> WatchedQuery {
+        var values: [String: DatabaseValue] = [:]
+        let names = Set(parameters.map(Self.bareName))
+        for (key, value) in queryString {
+            let key = String(key)
+            guard names.contains(key) else {
+                throw LiveQueryError.badRequest(
+                    names.isEmpty
+                        ? "query \(name) takes no parameter; unknown parameter \(key)"
+                        : "unknown parameter \(key) for query \(name), which takes \(Self.list(names))")
+            }
+            guard values[key] == nil else { throw LiveQueryError.badRequest("parameter \(key) is given twice") }
+            guard let argument = SQLArgument(argument: String(value)) else {
+                throw LiveQueryError.badRequest(
+                    "parameter \(key): the integer is beyond the 64-bit range; "
+                        + "write it with a decimal point for a REAL, or in single quotes for TEXT")
+            }
+            values[key] = argument.value
+        }
+        let missing = names.subtracting(values.keys)
+        if !missing.isEmpty {
+            throw LiveQueryError.badRequest(
+                "query \(name) needs the parameter\(missing.count == 1 ? "" : "s") \(Self.list(missing))")
+        }
+        return limits.query(sql, arguments: StatementArguments(values))
+    }
+
+    /// The request run at start: every parameter bound to 0, a value most
+    /// SQL accepts (`LIMIT 0`, `score > 0`).
+    func startRequest(limits: QueryLimits) -> WatchedQuery {
+        var values: [String: DatabaseValue] = [:]
+        for parameter in parameters { values[Self.bareName(parameter)] = .integer(0) }
+        return limits.query(sql, arguments: StatementArguments(values))
+    }
+
+    private static func list(_ names: Set<String>) -> String {
+        names.sorted().joined(separator: ", ")
+    }
+
+    /// The entry of `GET /queries`: name, SQL, parameters, the tables and
+    /// columns observed (`"*"` for every column, `[]` for inserts and
+    /// deletes only), as `explain` says, and the key columns or `null`.
+    var json: JSON {
+        let observes = region.tables.keys.sorted().map { table -> JSON.Member in
+            let columns: JSON
+            switch region.tables[table]! {
+            case .all: columns = .string("*")
+            case .columns(let names): columns = .array(names.sorted().map(JSON.string))
+            }
+            return JSON.Member(key: "\(table)", value: columns)
+        }
+        return .object([
+            "name": .string(name), "sql": .string(sql),
+            "parameters": .array(parameters.map { .string(Self.bareName($0)) }),
+            "observes": .object(observes),
+            "key": key.map { .array($0.map(JSON.string)) } ?? .null,
+        ])
+    }
+}
+
+extension StatementArguments {
+    /// Named arguments from database values.
+    init(_ values: [String: DatabaseValue]) {
+        self.init(values.mapValues { $0 as (any DatabaseValueConvertible)? })
+    }
+}

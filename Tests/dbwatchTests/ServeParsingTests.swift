@@ -1,0 +1,74 @@
+import ArgumentParser
+import DBWatch
+import DBWatchHummingbird
+import Synchronization
+import Testing
+
+@testable import dbwatch
+
+/// `serve`'s command line and query strings, in process.
+@Suite("dbwatch serve: arguments and query strings")
+struct ServeParsingTests {
+    @Test func serveTakesQueriesAndItsOptions() throws {
+        let command = try DBWatchCommand.parseAsRoot([
+            "serve", "db.sqlite", "--query", "top=SELECT name FROM player WHERE score > :min = 1", "--query",
+            "count=SELECT count(*) FROM player", "--port", "0", "--host", "0.0.0.0", "--max-clients", "5", "--quiet",
+        ])
+        let serve = try #require(command as? ServeCommand)
+        #expect(serve.queries.map(\.name) == ["top", "count"])
+        // Only the first `=` separates the name.
+        #expect(serve.queries[0].sql == "SELECT name FROM player WHERE score > :min = 1")
+        #expect(serve.port == 0 && serve.host == "0.0.0.0" && serve.maxClients == 5 && serve.quiet)
+        let defaults = try #require(
+            try DBWatchCommand.parseAsRoot(["serve", "db.sqlite", "--query", "a=SELECT 1"]) as? ServeCommand)
+        #expect(defaults.port == 8080 && defaults.host == "127.0.0.1" && defaults.maxClients == 10_000)
+        #expect(!defaults.quiet)
+    }
+
+    @Test(arguments: [
+        ["serve", "db.sqlite"],
+        ["serve", "db.sqlite", "--query", "SELECT 1"],
+        ["serve", "db.sqlite", "--query", "=SELECT 1"],
+        ["serve", "db.sqlite", "--query", "a b=SELECT 1"],
+        ["serve", "db.sqlite", "--query", "a/b=SELECT 1"],
+        ["serve", "db.sqlite", "--query", "a= "],
+        ["serve", "db.sqlite", "--query", "a=SELECT 1", "--query", "a=SELECT 2"],
+        ["serve", "db.sqlite", "--query", "a=SELECT 1", "--port", "65536"],
+        ["serve", "db.sqlite", "--query", "a=SELECT 1", "--max-clients", "0"],
+    ])
+    func badServeArgumentsAreUsageErrors(arguments: [String]) {
+        #expect(throws: (any Error).self) { _ = try DBWatchCommand.parseAsRoot(arguments) }
+    }
+
+    @Test func queryStringValuesAreTypedAsArgTypesThem() throws {
+        var query = try ServedQuery.parse("q=SELECT :a, @b")
+        query.parameters = [":a", "@b"]
+        let limits = try QueryLimits.parse([])
+        let request = try query.request(
+            queryString: [(key: "a", value: "42"), (key: "b", value: "'007'")], limits: limits)
+        #expect(request.arguments.namedValues == ["a": .integer(42), "b": .text("007")])
+        let errors: [[(key: Substring, value: Substring)]] = [
+            [(key: "a", value: "1")],
+            [(key: "a", value: "1"), (key: "b", value: "2"), (key: "c", value: "3")],
+            [(key: "a", value: "1"), (key: "a", value: "2"), (key: "b", value: "3")],
+            [(key: "a", value: "99999999999999999999"), (key: "b", value: "1")],
+        ]
+        for queryString in errors {
+            #expect(throws: LiveQueryError.self) { _ = try query.request(queryString: queryString, limits: limits) }
+        }
+    }
+
+    @Test func aStreamSlotIsGivenBackOnceAlsoWhenDropped() {
+        let taken = Mutex(2)
+        let giveBack: @Sendable () -> Int = {
+            taken.withLock {
+                $0 -= 1; return $0
+            }
+        }
+        let slot = StreamSlot(giveBack: giveBack)
+        #expect(slot.release() == 1)
+        #expect(slot.release() == nil)
+        do { _ = StreamSlot(giveBack: giveBack) }
+        #expect(taken.withLock { $0 } == 0)
+    }
+}
