@@ -344,7 +344,7 @@ public final class LiveQueries: Service, Sendable {
         encode: @Sendable (R.Value) throws -> Data
     ) async {
         var previous: Data?
-        for await result in database.observe(request).results {
+        for await result in database.observe(request, options: configuration.observationOptions).results {
             counters.fetches.add(1, ordering: .relaxed)
             switch result {
             case .success(let value):

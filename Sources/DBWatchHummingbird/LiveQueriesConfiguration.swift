@@ -1,3 +1,5 @@
+import DBWatch
+
 /// How ``LiveQueries`` delivers values: keep-alives, slow clients, shutdown.
 ///
 /// ```swift
@@ -45,6 +47,16 @@ public struct LiveQueriesConfiguration: Sendable {
     /// configuration.retryAfterSeconds = 2
     /// ```
     public var retryAfterSeconds = 1
+
+    /// How the shared observations fetch. No rate limit by default: a value
+    /// after every commit that can change it. For a query shared by many
+    /// clients and changed many times a second, a minimum interval bounds
+    /// the fetches and fan-outs (a client's first value is never delayed).
+    ///
+    /// ```swift
+    /// configuration.observationOptions = ObservationOptions(minimumInterval: .milliseconds(200))
+    /// ```
+    public var observationOptions = ObservationOptions()
 
     /// The default configuration.
     ///

@@ -34,6 +34,32 @@ struct ServerSentEventsTests {
         }
     }
 
+    @Test func observationOptionsRateLimitTheSharedObservation() async throws {
+        let configuration = {
+            var configuration = testConfiguration()
+            // Far longer than the test: after the first value, a change waits.
+            configuration.observationOptions = ObservationOptions(minimumInterval: .seconds(3_600))
+            configuration.keepAliveInterval = .milliseconds(300)
+            return configuration
+        }()
+        try await withTimeout {
+            try await LiveServer.with(configuration: configuration) { server in
+                let stream = try await EventStream.open("\(server.baseURL)/top/events")
+                var event = try #require(try await stream.next(includingComments: true))
+                while event.isComment { event = try #require(try await stream.next(includingComments: true)) }
+                #expect(try event.decode([Player].self).count == 2)  // the first value is not delayed
+                let post = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
+                #expect(post.status == 201)
+                // The change waits for the interval: what comes next is a
+                // keep-alive, where an observation without a limit sends
+                // the new value within milliseconds.
+                let next = try #require(try await stream.next(includingComments: true))
+                #expect(next.comment == "keep-alive", "\(next)")
+                #expect(server.live.statistics.fetches == 1)
+            }
+        }
+    }
+
     @Test func valueThatWritesItsOwnJSONIsServedAsWritten() async throws {
         try await withTimeout {
             try await LiveServer.with { server in
