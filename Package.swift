@@ -91,10 +91,16 @@ let package = Package(
             dependencies: ["CSQLite"],
             path: "Tests/CFaultInjection"
         ),
+        // Test support shared by the test targets: CPU load and the lock
+        // that keeps latency tests apart from headless-browser tests.
+        .target(
+            name: "DBWatchTestSupport",
+            path: "Tests/DBWatchTestSupport"
+        ),
         .testTarget(
             name: "DBWatchTests",
             dependencies: [
-                "DBWatch", "CSQLite", "CFaultInjection",
+                "DBWatch", "CSQLite", "CFaultInjection", "DBWatchTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -116,6 +122,7 @@ let package = Package(
             dependencies: [
                 "dbwatch",
                 "DBWatch",
+                "DBWatchTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 // The page tests drive headless Chromium over its DevTools WebSocket.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),

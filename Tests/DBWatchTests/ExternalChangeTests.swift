@@ -1,6 +1,7 @@
 @testable import DBWatch
 import Foundation
 import Testing
+import DBWatchTestSupport
 
 /// Commits by another process (the stock `sqlite3` shell) reach observations.
 @Suite("External changes", .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"))

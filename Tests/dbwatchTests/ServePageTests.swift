@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import DBWatchTestSupport
 
 /// The page of `dbwatch serve` in headless Chromium, the database written
 /// by the stock `sqlite3` shell.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import DBWatchTestSupport
 
 /// `dbwatch watch` run as a separate process against databases that the
 /// stock `sqlite3` shell writes from yet another process.

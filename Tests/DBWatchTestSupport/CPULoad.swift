@@ -4,7 +4,7 @@ import Synchronization
 /// Threads that keep the cores busy with arithmetic while `body` runs, as a
 /// build or a busy server does: other processes then wait for a core.
 /// Never while a headless-browser test runs (see ``LatencyTestLock``).
-func withCPULoad<T>(threads: Int, _ body: () async throws -> T) async throws -> T {
+public func withCPULoad<T>(threads: Int, _ body: () async throws -> T) async throws -> T {
     try await LatencyTestLock.with(exclusive: false) {
         let load = CPULoad(threads: threads)
         defer { load.stop() }

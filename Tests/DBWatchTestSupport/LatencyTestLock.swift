@@ -9,9 +9,9 @@ import Foundation
 /// holders), which load every core for seconds and made a 2 s latency bound
 /// miss. A `flock` on one file in the temporary folder: it works across the
 /// test targets run in one process, and across processes.
-enum LatencyTestLock {
+public enum LatencyTestLock {
     /// Runs `body` holding the lock, shared or exclusive.
-    static func with<T>(exclusive: Bool, _ body: () async throws -> T) async throws -> T {
+    public static func with<T>(exclusive: Bool, _ body: () async throws -> T) async throws -> T {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("dbwatch-tests-latency.lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { return try await body() }
