@@ -187,9 +187,9 @@ struct ScenarioRun {
 
     /// Workload 1's fan-outs: 2 writes, then `options.writes` measured, one
     /// per second, each waiting (5 s at most) until every client has its
-    /// value. `write(round)` makes one that sets the board's round (`round`
-    /// + 1, + 2, …) and returns its commit time; `beforeMeasured` runs
-    /// before the first measured write. Adds commit to last client, commit
+    /// value. `write(r)` makes one that sets the board's round to `r`
+    /// (`round` plus 1, 2, …) and returns its commit time; `beforeMeasured`
+    /// runs before the first measured write. Adds commit to last client, commit
     /// to each client and the missed deliveries.
     func measureFanOut(
         label: String, recorder: Recorder, after round: Int, beforeMeasured: () async throws -> Void,
