@@ -18,6 +18,12 @@ import PackageDescription
 // server processes and prints the table):
 //
 //     Benchmarks/.build/release/dbwatch-bench-load --runs 3
+//
+// `dbwatch serve` under the same fan-out, written by another process
+// (issue 17), needs the `dbwatch` executable too:
+//
+//     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch
+//     Benchmarks/.build/release/dbwatch-bench-load --only serve --clients 1000 --runs 3
 let package = Package(
     name: "DBWatchBenchmarks",
     traits: [
@@ -64,6 +70,7 @@ let package = Package(
             name: "dbwatch-bench-load",
             dependencies: [
                 "BenchProcess",
+                "CSQLiteRaw",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

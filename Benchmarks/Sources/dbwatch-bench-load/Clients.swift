@@ -62,8 +62,9 @@ final class Recorder: Sendable {
     var receipts: [UInt64] { state.withLock { $0.times.filter { $0 != 0 } } }
 }
 
-/// One SSE client: sends `GET path`, then reads events and reports each
-/// `"round":` it finds to the recorder. The HTTP framing (chunked body) is
+/// One SSE client: sends `GET path`, then reads events and reports the
+/// number after the first `marker` of each to the recorder (`"round":` in
+/// the board of `dbwatch-bench-server`, `"round:` in the rows of `dbwatch serve`). The HTTP framing (chunked body) is
 /// NIO's `HTTPResponseDecoder`; the SSE framing is a minimal scan for the
 /// blank line that ends an event.
 final class ServerSentEventsHandler: ChannelInboundHandler {
@@ -73,12 +74,14 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
     private let client: Int
     private let path: String
     private let recorder: Recorder
+    private let marker: [UInt8]
     private var pending: [UInt8] = []
 
-    init(client: Int, path: String, recorder: Recorder) {
+    init(client: Int, path: String, recorder: Recorder, marker: [UInt8] = ServerSentEventsHandler.roundField) {
         self.client = client
         self.path = path
         self.recorder = recorder
+        self.marker = marker
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -120,7 +123,7 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
         var index = 0
         while index + 1 < pending.count {
             if pending[index] == UInt8(ascii: "\n") && pending[index + 1] == UInt8(ascii: "\n") {
-                if let round = Self.round(in: pending[start..<index]) {
+                if let round = Self.round(in: pending[start..<index], after: marker) {
                     recorder.received(client: client, round: round, at: time)
                 }
                 index += 2
@@ -132,10 +135,11 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
         if start > 0 { pending.removeFirst(start) }
     }
 
-    private static let marker = Array(#""round":"#.utf8)
+    /// The board's `"round":` field.
+    static let roundField = Array(#""round":"#.utf8)
 
-    /// The number after the first `"round":` of an event.
-    static func round(in event: ArraySlice<UInt8>) -> Int? {
+    /// The number after the first `marker` of an event.
+    static func round(in event: ArraySlice<UInt8>, after marker: [UInt8]) -> Int? {
         var index = event.startIndex
         let last = event.endIndex - marker.count
         while index <= last {
@@ -163,7 +167,7 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
 /// clients' first values, so that the server's accept queue never overflows.
 func connectClients(
     count: Int, path: (Int) -> String, port: Int, group: any EventLoopGroup, recorder: Recorder,
-    batch: Int = 500, timeoutSeconds: Double = 60
+    marker: [UInt8] = ServerSentEventsHandler.roundField, batch: Int = 500, timeoutSeconds: Double = 60
 ) async throws -> [any Channel] {
     var channels: [any Channel] = []
     channels.reserveCapacity(count)
@@ -180,7 +184,8 @@ func connectClients(
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(
-                            ServerSentEventsHandler(client: client, path: clientPath, recorder: recorder))
+                            ServerSentEventsHandler(
+                                client: client, path: clientPath, recorder: recorder, marker: marker))
                     }
                 }
                 .connect(host: "127.0.0.1", port: port)

@@ -10,29 +10,34 @@ struct LoadOptions {
     var writes = 20
     var only: Set<String> = []
     var server = ""
+    var dbwatch = ""
     /// Also a baseline whose clients' write loops run in child tasks, as DBWatch's do.
     var childTaskBaseline = false
 
     static let usage = """
-        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows] [--server PATH]
-                                 [--child-task-baseline]
+        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve]
+                                 [--server PATH] [--dbwatch PATH] [--child-task-baseline]
 
           --runs N      run each scenario N times; print median [min – max]
           --clients L   numbers of SSE clients (each also needs one open file here and one in the server)
           --writes N    measured writes per fan-out (one per second, after 2 unmeasured)
-          --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4)
+          --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4),
+                        serve (issue 17: `dbwatch serve`, writes by this process; only when named)
           --server P    the dbwatch-bench-server executable (default: next to this one)
+          --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
+                        .build/release/dbwatch in the current directory)
           --child-task-baseline  also a baseline whose clients write from a child task, as DBWatch's do
 
-        Starts dbwatch-bench-server processes on 127.0.0.1 (a new one for each
+        Starts dbwatch-bench-server (and dbwatch serve) processes on 127.0.0.1 (a new one for each
         mode and number of clients), connects the clients, writes, stops the
         server by its PID. Every loop is bounded in count and time.
         """
 
     init(arguments: [String]) throws {
-        server =
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("dbwatch-bench-server").path
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        server = directory.appendingPathComponent("dbwatch-bench-server").path
+        dbwatch = directory.appendingPathComponent("dbwatch").path
+        if !FileManager.default.isExecutableFile(atPath: dbwatch) { dbwatch = ".build/release/dbwatch" }
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             if argument == "--child-task-baseline" {
@@ -50,6 +55,7 @@ struct LoadOptions {
             case "--writes": writes = min(max(Int(value) ?? 20, 1), 100)
             case "--only": only = Set(value.split(separator: ",").map(String.init))
             case "--server": server = value
+            case "--dbwatch": dbwatch = value
             default: throw LoadError(description: "unknown option \(argument)\n\(Self.usage)")
             }
         }
@@ -86,17 +92,18 @@ struct LoadMain {
             "DBWatch server benchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, open-files limit \(limit), "
                 + "\(options.runs) run\(options.runs == 1 ? "" : "s"), clients \(options.clients), "
                 + "\(options.writes) measured writes per fan-out")
-        let scenarios = ["fanout", "rows"].filter { options.only.isEmpty || options.only.contains($0) }
+        let scenarios =
+            options.only.isEmpty ? ["fanout", "rows"] : ["fanout", "rows", "serve"].filter(options.only.contains)
         for run in 1...options.runs {
             for scenario in scenarios {
                 for clients in options.clients {
                     progress("[\(scenario) \(clients)] run \(run)/\(options.runs) (load average \(loadAverage()))")
                     let scenarioResults = ScenarioRun(
                         options: options, group: group, clients: clients, results: results)
-                    if scenario == "fanout" {
-                        try await scenarioResults.fanOut()
-                    } else {
-                        try await scenarioResults.rows()
+                    switch scenario {
+                    case "fanout": try await scenarioResults.fanOut()
+                    case "rows": try await scenarioResults.rows()
+                    default: try await scenarioResults.serve()
                     }
                 }
             }
@@ -145,37 +152,15 @@ struct ScenarioRun {
             try await Task.sleep(for: .milliseconds(500))
             let idle = try await control.stats()
             results.add("\(label): RSS per idle client, B", Double(idle.rss - before.rss) / Double(clients))
-            var lastLatencies: [Double] = []
-            var eachLatencies: [Double] = []
-            var missed = 0
             var cpuStart = idle.cpu
-            for write in 0..<(options.writes + 2) {
-                if write == 2 { cpuStart = try await control.stats().cpu }
-                round += 1
-                let started = nowNanoseconds()
-                recorder.arm(round: round)
-                let commit = try await control.write("/board/write/\(round)")
-                let deadline = nowNanoseconds() + 5_000_000_000
-                while recorder.counts.reached < clients && nowNanoseconds() < deadline {
-                    try await Task.sleep(for: .milliseconds(1))
-                }
-                let receipts = recorder.receipts
-                if write >= 2 {
-                    missed += clients - receipts.count
-                    let latencies = receipts.map { Double($0 &- commit) / 1e6 }
-                    eachLatencies += latencies
-                    lastLatencies.append(latencies.max() ?? .infinity)
-                }
-                // One write per second.
-                let elapsed = Double(nowNanoseconds() - started) / 1e9
-                if elapsed < 1 { try await Task.sleep(for: .milliseconds(Int((1 - elapsed) * 1000))) }
+            try await measureFanOut(label: label, recorder: recorder, after: round) {
+                cpuStart = try await control.stats().cpu
+            } write: { round in
+                try await control.write("/board/write/\(round)")
             }
             let after = try await control.stats()
             results.add(
                 "\(label): server CPU per write, ms", Double(after.cpu - cpuStart) / 1e6 / Double(options.writes))
-            results.addPercentiles("\(label): commit to last client", lastLatencies)
-            results.addPercentiles("\(label): commit to each client", eachLatencies)
-            results.add("\(label): missed deliveries", Double(missed))
             if mode == "dbwatch" {
                 let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
                     "/board/write/\(3_000_000 + worker * 100_000 + index)"
@@ -198,6 +183,44 @@ struct ScenarioRun {
             }
             await closeClients(channels)
         }
+    }
+
+    /// Workload 1's fan-outs: 2 writes, then `options.writes` measured, one
+    /// per second, each waiting (5 s at most) until every client has its
+    /// value. `write(r)` makes one that sets the board's round to `r`
+    /// (`round` plus 1, 2, …) and returns its commit time; `beforeMeasured`
+    /// runs before the first measured write. Adds commit to last client, commit
+    /// to each client and the missed deliveries.
+    func measureFanOut(
+        label: String, recorder: Recorder, after round: Int, beforeMeasured: () async throws -> Void,
+        write: (Int) async throws -> UInt64
+    ) async throws {
+        var lastLatencies: [Double] = []
+        var eachLatencies: [Double] = []
+        var missed = 0
+        for index in 0..<(options.writes + 2) {
+            if index == 2 { try await beforeMeasured() }
+            let started = nowNanoseconds()
+            recorder.arm(round: round + index + 1)
+            let commit = try await write(round + index + 1)
+            let deadline = nowNanoseconds() + 5_000_000_000
+            while recorder.counts.reached < clients && nowNanoseconds() < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            let receipts = recorder.receipts
+            if index >= 2 {
+                missed += clients - receipts.count
+                let latencies = receipts.map { Double($0 &- commit) / 1e6 }
+                eachLatencies += latencies
+                lastLatencies.append(latencies.max() ?? .infinity)
+            }
+            // One write per second.
+            let elapsed = Double(nowNanoseconds() - started) / 1e9
+            if elapsed < 1 { try await Task.sleep(for: .milliseconds(Int((1 - elapsed) * 1000))) }
+        }
+        results.addPercentiles("\(label): commit to last client", lastLatencies)
+        results.addPercentiles("\(label): commit to each client", eachLatencies)
+        results.add("\(label): missed deliveries", Double(missed))
     }
 
     /// A second of writes, not measured: the server's first requests are slower.
@@ -341,6 +364,19 @@ final class Results {
                 let none = last("rows \(count): writes/s, no client")
             {
                 add("rows \(count): writes/s with clients / without, %", 100 * loaded / none)
+            }
+        }
+        for count in clients {
+            for measure in ["p50", "p99"] {
+                if let external = last(
+                    "serve \(count) dbwatch serve, external writes: commit to last client \(measure), ms"),
+                    let inProcess = last(
+                        "serve \(count) in-process DBWatch, POST writes: commit to last client \(measure), ms")
+                {
+                    add(
+                        "serve \(count): external − in-process, commit to last client \(measure), ms",
+                        external - inProcess)
+                }
             }
         }
         if let small = clients.min(), let large = clients.max(), small != large,

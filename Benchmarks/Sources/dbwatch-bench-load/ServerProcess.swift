@@ -4,39 +4,73 @@ import Foundation
     import Glibc
 #endif
 
-/// A `dbwatch-bench-server` process on 127.0.0.1 with an ephemeral port,
-/// over a fresh database file; `stop()` ends it by its PID.
+/// A server process on 127.0.0.1 with an ephemeral port, over a database
+/// file in its own temporary directory: `dbwatch-bench-server`, or `dbwatch
+/// serve` (issue 17); `stop()` ends it by its PID.
 final class ServerProcess {
     let port: Int
     private let process: Process
     private let directory: String
 
-    init(executable: String, mode: String, rows: Int) throws {
-        directory = NSTemporaryDirectory() + "dbwatch-bench-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    /// A `dbwatch-bench-server` in `mode` over a fresh database of its own.
+    convenience init(executable: String, mode: String, rows: Int) throws {
+        let directory = try Self.temporaryDirectory()
+        try self.init(
+            executable: executable,
+            arguments: ["--mode", mode, "--db", directory + "/bench.sqlite", "--rows", "\(rows)", "--port", "0"],
+            directory: directory, name: mode
+        ) { line in
+            // It prints `port=P` once it accepts connections.
+            line.hasPrefix("port=") ? Int(line.dropFirst(5)) : nil
+        }
+    }
+
+    /// Starts `executable` with `arguments`, reads standard output up to its
+    /// first line and finds the port in it with `port`. `directory` (see
+    /// ``temporaryDirectory()``) is removed by ``stop()``.
+    init(
+        executable: String, arguments: [String], directory: String, name: String,
+        port: (Substring) -> Int?
+    ) throws {
+        self.directory = directory
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--mode", mode, "--db", directory + "/bench.sqlite", "--rows", "\(rows)", "--port", "0"]
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw LoadError(description: "cannot start \(executable): \(error)")
+        }
         self.process = process
-        // The server prints `port=P` once it accepts connections.
         var text = ""
         let reader = output.fileHandleForReading
         while !text.contains("\n") {
             let data = reader.availableData
             if data.isEmpty {
-                throw LoadError(description: "the server (\(mode)) exited before listening")
+                process.waitUntilExit()
+                try? FileManager.default.removeItem(atPath: directory)
+                throw LoadError(description: "the server (\(name)) exited before listening")
             }
             text += String(decoding: data, as: UTF8.self)
         }
-        guard let line = text.split(separator: "\n").first, line.hasPrefix("port="), let port = Int(line.dropFirst(5))
-        else {
+        guard let line = text.split(separator: "\n").first, let port = port(line) else {
             process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: directory)
             throw LoadError(description: "unexpected server output: \(text)")
         }
         self.port = port
+    }
+
+    /// A new empty directory for a server's database.
+    static func temporaryDirectory() throws -> String {
+        let directory =
+            NSTemporaryDirectory() + "dbwatch-bench-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -51,5 +85,18 @@ final class ServerProcess {
         }
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// User plus system CPU time of the process so far, in nanoseconds
+    /// (`/proc/PID/stat`, in clock ticks: 10 ms here); 0 when unreadable.
+    var cpuNanoseconds: UInt64 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After `pid (comm)`: state is field 3, utime and stime fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return 0 }
+        let ticks = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        return (user + system) * 1_000_000_000 / ticks
     }
 }
