@@ -212,8 +212,15 @@ public final class LiveQueries: Service, Sendable {
     ) async -> Response {
         do {
             if let refusal = refusal() { throw refusal }
-            let value = try await database.value(of: request)
+            // A connection opened before the file was replaced or deleted
+            // still reads the old file: its value is not the database's.
+            // (One stat per answer; streams learn it from their observation.)
+            let (value, moved) = try await database.read { db in (try request.fetch(db), db.mainFileHasMoved) }
             counters.fetches.add(1, ordering: .relaxed)
+            if moved {
+                state.withLock { $0.databaseReplaced = true }
+                throw LiveQueryError.databaseReplaced
+            }
             let json = try encode(value)
             return Response(
                 status: .ok,

@@ -281,6 +281,26 @@ struct ServeEndToEndTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func theCurrentValueOfAReplacedOrDeletedFileIsA503NotItsOldValue() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let served = try await serve(path, ["--query", Self.teams])
+            defer { served.run.kill() }
+            #expect(try await fetch(served.url + "queries/teams").status == 200)
+            let replacement = scratch.file("new.sqlite")
+            try Shell.sqlite("CREATE TABLE player (score, team); INSERT INTO player VALUES (1, 'new')", on: replacement)
+            #expect(rename(replacement, path) == 0)
+            // No stream is open to notice: the answer itself must not be the old file's value.
+            for _ in 0..<3 {
+                let answer = try await fetch(served.url + "queries/teams")
+                #expect(answer.status == 503, "\(answer.body)")
+                #expect(
+                    try jsonObject(answer.body)["message"] as? String == "the database file was replaced or deleted")
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func replacedDatabaseFileEndsStreamsWithAnErrorEvent() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)
