@@ -138,6 +138,11 @@ struct ServeEndToEndTests {
             }
             let quoted = try jsonObject(try await fetch(served.url + "queries/kind?v=%27007%27").body)
             #expect((quoted["rows"] as? [[Any]])?.first?.last as? String == "007")
+            // As a browser's form (and the page's URLSearchParams) encodes
+            // them: `+` is a space, a key may be percent-encoded, empty
+            // segments are nothing.
+            let spaced = try jsonObject(try await fetch(served.url + "queries/kind?&%76=Bob+Smith%2B&").body)
+            #expect((spaced["rows"] as? [[Any]])?.first?.last as? String == "Bob Smith+")
         }
     }
 
@@ -165,6 +170,21 @@ struct ServeEndToEndTests {
             let post = try await fetch(served.url + "queries", method: .POST)
             #expect(post.status == 405)
             #expect(try jsonObject(post.body)["message"] as? String == "only GET is served: POST /queries is not")
+            // Values that are not text are the client's fault.
+            let badValues: [(path: String, message: String)] = [
+                ("queries/top?n=%FF", "the query string is not percent-encoded UTF-8: n=%FF"),
+                ("queries/top?n=%C3", "the query string is not percent-encoded UTF-8: n=%C3"),
+                ("queries/top?n=1&", ""),
+            ]
+            for item in badValues {
+                let answer = try await fetch(served.url + item.path)
+                if item.message.isEmpty {
+                    #expect(answer.status == 200, "\(item.path)")
+                    continue
+                }
+                #expect(answer.status == 400, "\(item.path): \(answer.body)")
+                #expect(try jsonObject(answer.body)["message"] as? String == item.message, "\(item.path)")
+            }
             let beyond = try await fetch(served.url + "queries/top?n=99999999999999999999")
             #expect(beyond.status == 400)
             #expect(try (jsonObject(beyond.body)["message"] as? String)?.contains("64-bit") == true)
