@@ -170,8 +170,9 @@ struct ServeEndToEndTests {
             let post = try await fetch(served.url + "queries", method: .POST)
             #expect(post.status == 405)
             #expect(try jsonObject(post.body)["message"] as? String == "only GET is served: POST /queries is not")
-            // Values that are not text are the client's fault.
+            // Values the SQL cannot take, or that are not text, are the client's fault.
             let badValues: [(path: String, message: String)] = [
+                ("queries/top?n=abc", "datatype mismatch"),
                 ("queries/top?n=%FF", "the query string is not percent-encoded UTF-8: n=%FF"),
                 ("queries/top?n=%C3", "the query string is not percent-encoded UTF-8: n=%C3"),
                 ("queries/top?n=1&", ""),
