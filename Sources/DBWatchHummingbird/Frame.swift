@@ -53,7 +53,7 @@ struct Frame: Sendable {
         return Frame(kind: .value, version: version, digest: digest, serverSentEvent: sse, webSocketMessage: message)
     }
 
-    /// An error frame: `{"message": …, "code": …}`.
+    /// An error frame: `{"code": …, "message": …}`.
     static func error(_ body: ErrorBody) -> Frame {
         let json = body.json
         var sse = ByteBuffer(string: "event: error\ndata: ")
@@ -118,9 +118,11 @@ struct ErrorBody: Encodable, Sendable {
         }
     }
 
+    /// `{"code":…,"message":…}`, its keys sorted: equal errors are equal
+    /// bytes (a plain encoder's order changes from one encoding to the next).
     var json: ByteBuffer {
         // Encoding two plain fields cannot fail.
-        let data = (try? JSONEncoder().encode(self)) ?? Data(#"{"message":"error"}"#.utf8)
+        let data = (try? LiveQueries.makeEncoder().encode(self)) ?? Data(#"{"message":"error"}"#.utf8)
         return ByteBuffer(bytes: data)
     }
 }

@@ -182,7 +182,8 @@ public final class LiveQueries: Service, Sendable {
     // MARK: - One-shot
 
     /// The current value of `request` as a JSON answer, or an error answer
-    /// with its status: 400 for bad parameters, 503 (with `Retry-After`)
+    /// with its status: 400 for bad parameters (and a value the SQL cannot
+    /// take, `SQLITE_MISMATCH`), 503 (with `Retry-After`)
     /// when the database is busy or locked, 409 for a constraint, 507 for a
     /// full disk, 503 when the database is closed, its file was replaced or
     /// the server shuts down.
@@ -212,8 +213,15 @@ public final class LiveQueries: Service, Sendable {
     ) async -> Response {
         do {
             if let refusal = refusal() { throw refusal }
-            let value = try await database.value(of: request)
+            // A connection opened before the file was replaced or deleted
+            // still reads the old file: its value is not the database's.
+            // (One stat per answer; streams learn it from their observation.)
+            let (value, moved) = try await database.read { db in (try request.fetch(db), db.mainFileHasMoved) }
             counters.fetches.add(1, ordering: .relaxed)
+            if moved {
+                state.withLock { $0.databaseReplaced = true }
+                throw LiveQueryError.databaseReplaced
+            }
             let json = try encode(value)
             return Response(
                 status: .ok,
@@ -266,6 +274,10 @@ public final class LiveQueries: Service, Sendable {
                 headers[.retryAfter] = "\(configuration.retryAfterSeconds)"
             } else if error.isConstraintViolation {
                 status = .conflict
+            } else if error.primaryCode == .mismatch {
+                // A value of the request's parameters that the SQL cannot
+                // take (`LIMIT 'abc'`): the client's, like a decoding error.
+                status = .badRequest
             } else if error.isDiskFull {
                 status = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
             } else {

@@ -1,5 +1,5 @@
 import DBWatch
-import DBWatchHummingbird
+@testable import DBWatchHummingbird
 import Foundation
 import Hummingbird
 import Testing
@@ -58,7 +58,21 @@ struct OneShotTests {
                 #expect(
                     server.live.errorResponse(SQLiteError(code: .corrupt), logger: logger).status
                         == .internalServerError)
+                // A parameter's value that the SQL cannot take (`LIMIT 'abc'`) is the client's.
+                #expect(
+                    server.live.errorResponse(
+                        SQLiteError(code: .mismatch, message: "datatype mismatch"), logger: logger
+                    )
+                    .status == .badRequest)
             }
         }
+    }
+
+    @Test func anErrorBodyIsAlwaysTheSameBytes() {
+        // Kept alive, so that each encoding's storage is elsewhere (a
+        // dictionary's order depends on it).
+        let bodies = (0..<200).map { _ in ErrorBody(message: "datatype mismatch", code: 20).json }
+        let texts = Set(bodies.map { $0.getString(at: 0, length: $0.readableBytes) })
+        #expect(texts == [#"{"code":20,"message":"datatype mismatch"}"#])
     }
 }

@@ -138,6 +138,11 @@ struct ServeEndToEndTests {
             }
             let quoted = try jsonObject(try await fetch(served.url + "queries/kind?v=%27007%27").body)
             #expect((quoted["rows"] as? [[Any]])?.first?.last as? String == "007")
+            // As a browser's form (and the page's URLSearchParams) encodes
+            // them: `+` is a space, a key may be percent-encoded, empty
+            // segments are nothing.
+            let spaced = try jsonObject(try await fetch(served.url + "queries/kind?&%76=Bob+Smith%2B&").body)
+            #expect((spaced["rows"] as? [[Any]])?.first?.last as? String == "Bob Smith+")
         }
     }
 
@@ -165,6 +170,22 @@ struct ServeEndToEndTests {
             let post = try await fetch(served.url + "queries", method: .POST)
             #expect(post.status == 405)
             #expect(try jsonObject(post.body)["message"] as? String == "only GET is served: POST /queries is not")
+            // Values the SQL cannot take, or that are not text, are the client's fault.
+            let badValues: [(path: String, message: String)] = [
+                ("queries/top?n=abc", "datatype mismatch"),
+                ("queries/top?n=%FF", "the query string is not percent-encoded UTF-8: n=%FF"),
+                ("queries/top?n=%C3", "the query string is not percent-encoded UTF-8: n=%C3"),
+                ("queries/top?n=1&", ""),
+            ]
+            for item in badValues {
+                let answer = try await fetch(served.url + item.path)
+                if item.message.isEmpty {
+                    #expect(answer.status == 200, "\(item.path)")
+                    continue
+                }
+                #expect(answer.status == 400, "\(item.path): \(answer.body)")
+                #expect(try jsonObject(answer.body)["message"] as? String == item.message, "\(item.path)")
+            }
             let beyond = try await fetch(served.url + "queries/top?n=99999999999999999999")
             #expect(beyond.status == 400)
             #expect(try (jsonObject(beyond.body)["message"] as? String)?.contains("64-bit") == true)
@@ -225,6 +246,25 @@ struct ServeEndToEndTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func listeningBeyondThisMachineIsAWarning() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let run = try DBWatchRun.start([
+                "serve", path, "--port", "0", "--host", "0.0.0.0", "--quiet", "--query", Self.teams,
+            ])
+            defer { run.kill() }
+            let snapshot = try await run.wait(for: "the address and the warning") {
+                ($0.stdout.contains("/\n") && $0.stderr.contains("\n")) || $0.isFinished
+            }
+            #expect(snapshot.stdout.contains("at http://0.0.0.0:"), "\(snapshot)")
+            #expect(
+                snapshot.stderr
+                    == "dbwatch: warning: listening on 0.0.0.0, not only on this machine: anyone who can reach it "
+                    + "can read these queries' values (no authentication, no TLS)\n", "\(snapshot)")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func sigtermEndsEveryStreamAndExits0Promptly() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)
@@ -277,6 +317,26 @@ struct ServeEndToEndTests {
             let snapshot = try await served.run.waitForExit(timeout: 10)
             #expect(snapshot.exitStatus == 0)
             #expect(snapshot.stderr.isEmpty, "\(snapshot)")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theCurrentValueOfAReplacedOrDeletedFileIsA503NotItsOldValue() async throws {
+        try await withScratch { scratch in
+            let path = try makePlayers(in: scratch)
+            let served = try await serve(path, ["--query", Self.teams])
+            defer { served.run.kill() }
+            #expect(try await fetch(served.url + "queries/teams").status == 200)
+            let replacement = scratch.file("new.sqlite")
+            try Shell.sqlite("CREATE TABLE player (score, team); INSERT INTO player VALUES (1, 'new')", on: replacement)
+            #expect(rename(replacement, path) == 0)
+            // No stream is open to notice: the answer itself must not be the old file's value.
+            for _ in 0..<3 {
+                let answer = try await fetch(served.url + "queries/teams")
+                #expect(answer.status == 503, "\(answer.body)")
+                #expect(
+                    try jsonObject(answer.body)["message"] as? String == "the database file was replaced or deleted")
+            }
         }
     }
 

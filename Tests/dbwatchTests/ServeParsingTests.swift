@@ -58,6 +58,21 @@ struct ServeParsingTests {
         }
     }
 
+    @Test func queryStringsAreDecodedAsBrowsersEncodeThem() throws {
+        func decoded(_ query: String?) throws -> [String] {
+            try ServedQuery.queryParameters(query).map { "\($0.key)=\($0.value)" }
+        }
+        #expect(try decoded(nil) == [])
+        #expect(try decoded("") == [])
+        #expect(try decoded("n=Bob+Smith&m=%2B%20") == ["n=Bob Smith", "m=+ "])
+        #expect(try decoded("&n=1&&m=2&") == ["n=1", "m=2"])
+        #expect(try decoded("%6E=%C3%A9&flag&e=") == ["n=é", "flag=", "e="])
+        #expect(try decoded("n=a=b") == ["n=a=b"])
+        for bad in ["n=%FF", "n=%C3", "n=%", "n=%Z1", "%=1"] {
+            #expect(throws: LiveQueryError.self, "\(bad)") { _ = try ServedQuery.queryParameters(bad) }
+        }
+    }
+
     @Test func aStreamSlotIsGivenBackOnceAlsoWhenDropped() {
         let taken = Mutex(2)
         let giveBack: @Sendable () -> Int = {

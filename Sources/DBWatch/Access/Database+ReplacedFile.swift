@@ -15,8 +15,13 @@ extension Database {
 
     /// Whether the main database file is no longer at its path: deleted,
     /// renamed, or another file renamed over it. One `stat(2)` of the path
-    /// (`SQLITE_FCNTL_HAS_MOVED`); `false` for an in-memory database.
-    var mainFileHasMoved: Bool {
+    /// (`SQLITE_FCNTL_HAS_MOVED`); `false` for an in-memory database. A
+    /// read of such a file reads data that no path names any more.
+    ///
+    /// ```swift
+    /// let (players, stale) = try await pool.read { db in (try TopPlayers().fetch(db), db.mainFileHasMoved) }
+    /// ```
+    public var mainFileHasMoved: Bool {
         guard let handle else { return false }
         var moved: Int32 = 0
         let code = sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)

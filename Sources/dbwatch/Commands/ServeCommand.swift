@@ -43,7 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
             one that reads nothing for 30 s is disconnected.
 
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
-            --host says otherwise. Each query runs once at start (its parameters bound to 0) under the \
+            --host says otherwise (any other address is a warning on standard error: there is no \
+            authentication). Each query runs once at start (its parameters bound to 0) under the \
             rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
             (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
             name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
@@ -115,9 +116,21 @@ struct ServeCommand: AsyncParsableCommand {
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent)
+        let host = host
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
+            if !Self.isLoopback(host) {
+                Output.standardError(
+                    "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
+                        + "anyone who can reach it can read these queries' values (no authentication, no TLS)\n")
+            }
             Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
         }
+    }
+
+    /// Whether `host` names this machine only (`127.0.0.1`, `::1`, `localhost`).
+    static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased()
+        return host == "localhost" || host == "::1" || host.hasPrefix("127.") || host.hasSuffix(".localhost")
     }
 
     /// Checks each query as `watch` would before it listens: prepared and

@@ -120,7 +120,8 @@ final class QueryServer: Sendable {
             return .failure(Self.errorResponse(.notFound, "no query named \(name); the queries are listed at /queries"))
         }
         do {
-            return .success(try query.request(queryString: request.uri.queryParameters, limits: limits))
+            let parameters = try ServedQuery.queryParameters(request.uri.query)
+            return .success(try query.request(queryString: parameters, limits: limits))
         } catch {
             return .failure(live.errorResponse(error, logger: context.logger))
         }

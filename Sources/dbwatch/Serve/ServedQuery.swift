@@ -41,6 +41,56 @@ struct ServedQuery: Sendable {
         return ServedQuery(name: name, sql: sql)
     }
 
+    /// The parameters of a URL's query string (`a=1&b=x+y`), decoded as a
+    /// browser's form (and `URLSearchParams`) encodes them: `+` is a space,
+    /// `%XX` a byte, in keys as in values, the bytes UTF-8; empty segments
+    /// (`?&a=1&&b=2&`) are nothing, and `a` alone is `a=`. A `%` not
+    /// followed by two hex digits, or bytes that are not UTF-8, are a
+    /// ``LiveQueryError/badRequest(_:)``.
+    ///
+    /// ```swift
+    /// try ServedQuery.queryParameters("n=Bob+Smith&m=%C3%A9")   // [("n", "Bob Smith"), ("m", "é")]
+    /// ```
+    static func queryParameters(_ query: String?) throws -> [(key: Substring, value: Substring)] {
+        guard let query else { return [] }
+        return try query.split(separator: "&").map { part in
+            let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = formDecoded(pair[0]), let value = pair.count > 1 ? formDecoded(pair[1]) : "" else {
+                throw LiveQueryError.badRequest(
+                    "the query string is not percent-encoded UTF-8: \(CellText.sanitized(String(part.prefix(200))))")
+            }
+            return (key: key[...], value: value[...])
+        }
+    }
+
+    /// `text` with `+` as a space and `%XX` as a byte, if that makes UTF-8.
+    private static func formDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// A parameter's name in a query string: without its prefix.
     static func bareName(_ parameter: String) -> String { String(parameter.dropFirst()) }
 
