@@ -246,25 +246,6 @@ struct ServeEndToEndTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func listeningBeyondThisMachineIsAWarning() async throws {
-        try await withScratch { scratch in
-            let path = try makePlayers(in: scratch)
-            let run = try DBWatchRun.start([
-                "serve", path, "--port", "0", "--host", "0.0.0.0", "--quiet", "--query", Self.teams,
-            ])
-            defer { run.kill() }
-            let snapshot = try await run.wait(for: "the address and the warning") {
-                ($0.stdout.contains("/\n") && $0.stderr.contains("\n")) || $0.isFinished
-            }
-            #expect(snapshot.stdout.contains("at http://0.0.0.0:"), "\(snapshot)")
-            #expect(
-                snapshot.stderr
-                    == "dbwatch: warning: listening on 0.0.0.0, not only on this machine: anyone who can reach it "
-                    + "can read these queries' values (no authentication, no TLS)\n", "\(snapshot)")
-        }
-    }
-
-    @Test(.timeLimit(.minutes(1)))
     func sigtermEndsEveryStreamAndExits0Promptly() async throws {
         try await withScratch { scratch in
             let path = try makePlayers(in: scratch)

@@ -9,6 +9,19 @@ import Testing
 /// `serve`'s command line and query strings, in process.
 @Suite("dbwatch serve: arguments and query strings")
 struct ServeParsingTests {
+    /// Which `--host` values get the warning that anyone who can reach the
+    /// server can read its values. (Checked here, not end to end: a test
+    /// server listening beyond loopback took ports from the servers of
+    /// other tests running at the same time.)
+    @Test func onlyLoopbackHostsListenWithoutAWarning() {
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost", "LOCALHOST", "app.localhost"] {
+            #expect(ServeCommand.isLoopback(host), "\(host)")
+        }
+        for host in ["0.0.0.0", "::", "192.168.1.2", "example.com", "localhost.example.com"] {
+            #expect(!ServeCommand.isLoopback(host), "\(host)")
+        }
+    }
+
     @Test func serveTakesQueriesAndItsOptions() throws {
         let command = try DBWatchCommand.parseAsRoot([
             "serve", "db.sqlite", "--query", "top=SELECT name FROM player WHERE score > :min = 1", "--query",
