@@ -8,6 +8,10 @@ let hummingbird = TargetDependencyCondition.when(traits: ["Hummingbird"])
 /// executable).
 let commandLineTool = TargetDependencyCondition.when(traits: ["CommandLineTool"])
 
+// Platforms: Linux only. DBWatch uses inotify and Glibc (and the system
+// SQLite, `apt-get install libsqlite3-dev`). There is no `platforms:` entry:
+// SwiftPM's `platforms:` names only Apple platforms (macOS, iOS, ...) and
+// cannot say "Linux only".
 let package = Package(
     name: "DBWatch",
     products: [
@@ -41,6 +45,10 @@ let package = Package(
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
         // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Documentation only: `swift package generate-documentation --target
+        // DBWatch` builds Sources/DBWatch/DBWatch.docc. No target uses it, so
+        // SwiftPM does not fetch it for a package that depends on DBWatch.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         .systemLibrary(

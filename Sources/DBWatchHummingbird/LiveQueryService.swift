@@ -1,7 +1,7 @@
 import DBWatch
 import ServiceLifecycle
 
-/// A ``LiveQuery`` as a ServiceLifecycle `Service` that ends on graceful
+/// A `LiveQuery` as a ServiceLifecycle `Service` that ends on graceful
 /// shutdown: its ``run()`` runs the live query and, on graceful shutdown,
 /// calls `finish()`, so the subscribers' loops (the streams they feed) end
 /// after their last value before a server waits for them.

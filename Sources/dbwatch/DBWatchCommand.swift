@@ -1,4 +1,5 @@
 import ArgumentParser
+import DBWatch
 
 #if canImport(Glibc)
     import Glibc
@@ -26,7 +27,7 @@ struct DBWatchCommand: AsyncParsableCommand {
 
             \(ExitStatus.helpText)
             """,
-        version: "0.1.0",
+        version: dbWatchVersion,
         subcommands: [
             WatchCommand.self, ServeCommand.self, MigrateCommand.self, ExplainCommand.self, DemoCommand.self,
         ]

@@ -88,7 +88,7 @@ public struct Configuration: Sendable {
     /// ```
     public var externalChangeDetection: ExternalChangeDetection?
 
-    /// How long ``DatabaseQueue/close()`` and ``DatabasePool/close()`` (and
+    /// How long `close()` of ``DatabaseQueue`` and ``DatabasePool`` (and
     /// releasing the last reference) let the work already running or
     /// queued finish: the refetches of commits made before the close, and
     /// accesses that started or were queued before it. Default 1 second;

@@ -121,7 +121,7 @@ public enum DatabaseValue: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
-    /// Hashes what ``==`` compares: a text by its UTF-8 bytes.
+    /// Hashes what `==` compares: a text by its UTF-8 bytes.
     ///
     /// ```swift
     /// Set<DatabaseValue>([.text("\u{e9}"), .text("e\u{301}")]).count   // 2

@@ -68,7 +68,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// left): the caller then asks the center again.
     func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) -> Bool {
         // Results are handed to mailboxes under the lock, so a mailbox never
-        // receives an older result after a newer one (promise 5).
+        // receives an older result after a newer one ("Order", see
+        // <doc:ObservationPromises>).
         var isStopped = false
         var wakeup: ObservationSubscription<Request.Value>.Wakeup?
         let isClosed = state.withLock { state -> Bool in
@@ -126,7 +127,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             if state.subscribers.count < count { center.subscribersDidChange(by: -1) }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
-                // Nobody waits for its result (promise 9).
+                // Nobody waits for its result ("Cancellation releases
+                // everything", see <doc:ObservationPromises>).
                 state.runningFetch?.cancel()
                 timer = state.timer.take()
                 return true

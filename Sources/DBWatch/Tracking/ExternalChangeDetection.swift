@@ -48,8 +48,9 @@ public struct ExternalChangeDetection: Sendable {
     /// the WAL but not yet published in the `-shm` index.
     @_spi(Benchmarks)
     public enum InFlightCommits: Sendable {
-        /// One more check 3 ms after an event, as before issue 15: a writer
-        /// kept off a core longer than that leaves its commit to the poll.
+        /// One more check 3 ms after an event, as before the lock table was
+        /// read (see <doc:ExternalChanges>): a writer kept off a core longer
+        /// than that leaves its commit to the poll.
         case settleOnce
         /// Checks again 1, 2, 4 … 64 ms apart (7 times) after every event,
         /// whatever the lock table says (what runs when it cannot be read).

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DBWatch
 
-/// The exit codes of `dbwatch`, documented in `--help` and the README.
+/// The exit codes of `dbwatch`, documented in `--help` and Documentation/CommandLineTool.md.
 ///
 /// ```swift
 /// throw ExitStatus.refused.exitCode   // exits with 67
