@@ -7,7 +7,7 @@ import Synchronization
 final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private struct State {
         /// Usually one: an array costs less memory than a dictionary.
-        var subscribers: [ObservationSubscription<Request.Value>] = []
+        var subscribers: [ResultMailbox<Request.Value>] = []
         /// The last delivered result, for deduplication and late subscribers.
         var lastResult: Result<Request.Value, any Error>?
         var isFetching = false
@@ -66,26 +66,26 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// the fetch in flight or the next one. Returns `false`, adding
     /// nothing, when the driver stopped meanwhile (its last subscriber
     /// left): the caller then asks the center again.
-    func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) -> Bool {
+    func add(_ mailbox: ResultMailbox<Request.Value>, startFetch: Bool) -> Bool {
         // Results are handed to mailboxes under the lock, so a mailbox never
         // receives an older result after a newer one (promise 5).
         var isStopped = false
-        var wakeup: ObservationSubscription<Request.Value>.Wakeup?
+        var wakeup: ResultMailbox<Request.Value>.Wakeup?
         let isClosed = state.withLock { state -> Bool in
             if state.isStopped {
                 isStopped = true
                 return false
             }
-            state.subscribers.append(subscription)
+            state.subscribers.append(mailbox)
             center.subscribersDidChange(by: 1)
             if state.isClosed {
-                wakeup = subscription.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
+                wakeup = mailbox.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
                 return true
             }
             if startFetch {
                 state.isFetching = true
             } else if !state.isFetching, !state.needsFetch, let lastResult = state.lastResult {
-                wakeup = subscription.offerWakingLater(lastResult)
+                wakeup = mailbox.offerWakingLater(lastResult)
             }
             return false
         }
@@ -103,7 +103,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     func endBecauseDatabaseClosed() {
         let error = SQLiteError.databaseClosed
         var timer: Task<Void, Never>?
-        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+        let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             guard !state.isClosed else { return [] }
             state.isClosed = true
             state.runningFetch?.cancel()
@@ -153,7 +153,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     func deliver(_ error: any Error) {
         log(.failed(error))
-        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+        let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             state.lastResult = .failure(error)
             state.valuesDelivered += 1
             return state.subscribers.compactMap { $0.offerWakingLater(.failure(error)) }
@@ -241,7 +241,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let failed = if case .failure = result { true } else { false }
         let missedCommit = center.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         var timerOffset: Duration?
-        var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
+        var wakeups: [ResultMailbox<Request.Value>.Wakeup] = []
         var transition: LogTransition?
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
