@@ -249,6 +249,31 @@ final class ObservationCenter: Sendable {
         for driver in drivers { driver.deliver(error) }
     }
 
+    // MARK: - Requests of the database
+
+    /// A new observation of `request`, whose fetches run on ``fetchQueue``:
+    /// what ``DatabaseQueue/observe(_:options:)`` and
+    /// ``DatabasePool/observe(_:options:)`` return.
+    func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
+        QueryObservation(request: request, options: options, center: self)
+    }
+
+    /// The statistics of the running observation of `request`, or `nil`.
+    func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
+        (sharedDriver(for: SharingKey(request)) as? ObservationDriver<R>)?.statistics
+    }
+
+    /// Fetches `request` once on ``fetchQueue`` and tells what its
+    /// observation would watch.
+    func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
+        let region = try await fetchQueue.perform { db in
+            let (result, region) = db.fetchRecordingRegion { try request.fetch(db) }
+            _ = try result.get()
+            return region
+        }
+        return QueryExplanation(region: region, statistics: statistics(for: request))
+    }
+
     // MARK: - Statistics
 
     /// Notified and skipped counts and the region for `driver`.
