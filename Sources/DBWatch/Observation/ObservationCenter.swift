@@ -12,7 +12,8 @@ final class ObservationCenter: Sendable {
         /// Its last fetch failed: every commit refetches it (see
         /// ``fetchDidFinish(_:region:failed:startSerial:)``).
         var observesEverything = false
-        var notifications = 0
+        /// The commit serial when it registered: the commits since, minus
+        /// those it was notified of, are the commits it skipped.
         let registeredAt: UInt64
     }
 
@@ -187,10 +188,7 @@ final class ObservationCenter: Sendable {
                 state.recent.removeFirst(state.recent.count - Self.recentCommitCapacity)
             }
             if changes.affectsEverything {
-                for (id, entry) in state.entries {
-                    state.entries[id]!.notifications += 1
-                    touched.append(entry.driver)
-                }
+                for entry in state.entries.values { touched.append(entry.driver) }
                 return
             }
             var ids: Set<ObjectIdentifier> = []
@@ -198,10 +196,7 @@ final class ObservationCenter: Sendable {
                 state.byTable[table]?.forEachTouched(by: change) { ids.insert($0) }
             }
             if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
-            for id in ids {
-                state.entries[id]!.notifications += 1
-                touched.append(state.entries[id]!.driver)
-            }
+            for id in ids { touched.append(state.entries[id]!.driver) }
         }
         // One batch for the whole commit: one reader woken, and the changed
         // pages read once for all (see FetchBatch).
@@ -258,9 +253,20 @@ final class ObservationCenter: Sendable {
         QueryObservation(request: request, options: options, center: self)
     }
 
-    /// The statistics of the running observation of `request`, or `nil`.
+    /// The statistics of the running observation of `request`, or `nil`:
+    /// the driver's counters, and what only the center knows, the commits
+    /// it skipped and the region it is indexed under.
     func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
-        (sharedDriver(for: SharingKey(request)) as? ObservationDriver<R>)?.statistics
+        let key = SharingKey(request)
+        let found = state.withLock { state -> (driver: any ObservationDriving, commits: Int, region: DatabaseRegion)? in
+            guard let id = state.shared[key], let entry = state.entries[id] else { return nil }
+            return (entry.driver, Int(state.commitSerial - entry.registeredAt), entry.region ?? DatabaseRegion())
+        }
+        guard let found, let driver = found.driver as? ObservationDriver<R> else { return nil }
+        var statistics = driver.statistics
+        statistics.changesSkipped = max(0, found.commits - statistics.changesNotified)
+        statistics.region = found.region
+        return statistics
     }
 
     /// Fetches `request` once on ``fetchQueue`` and tells what its
@@ -272,21 +278,5 @@ final class ObservationCenter: Sendable {
             return region
         }
         return QueryExplanation(region: region, statistics: statistics(for: request))
-    }
-
-    // MARK: - Statistics
-
-    /// Notified and skipped counts and the region for `driver`.
-    func statistics(of driver: some ObservationDriving) -> (notified: Int, skipped: Int, region: DatabaseRegion)? {
-        state.withLock { state in
-            guard let entry = state.entries[ObjectIdentifier(driver)] else { return nil }
-            let since = Int(state.commitSerial - entry.registeredAt)
-            return (entry.notifications, max(0, since - entry.notifications), entry.region ?? DatabaseRegion())
-        }
-    }
-
-    /// The driver running for `key`, if any.
-    func sharedDriver(for key: SharingKey) -> (any ObservationDriving)? {
-        state.withLock { state in state.shared[key].flatMap { state.entries[$0]?.driver } }
     }
 }

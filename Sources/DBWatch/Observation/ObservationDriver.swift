@@ -12,8 +12,11 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         var lastResult: Result<Request.Value, any Error>?
         var isFetching = false
         var needsFetch = false
-        var fetches = 0
-        var valuesDelivered = 0
+        /// Its fetches, deliveries and notifications, counted as they
+        /// happen under this lock; the center, which knows the commits and
+        /// the region, fills in the rest when asked (see
+        /// ``ObservationCenter/statistics(for:)``).
+        var statistics = ObservationStatistics()
         /// Rate limit: when the next fetch may start, and whether a timer waits for it.
         var nextFetchAllowedAt: Duration?
         var timerScheduled = false
@@ -137,25 +140,15 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         if isLast { center.remove(self) }
     }
 
-    var statistics: ObservationStatistics {
-        var statistics = ObservationStatistics()
-        state.withLock { state in
-            statistics.fetches = state.fetches
-            statistics.valuesDelivered = state.valuesDelivered
-        }
-        if let counts = center.statistics(of: self) {
-            statistics.changesNotified = counts.notified
-            statistics.changesSkipped = counts.skipped
-            statistics.region = counts.region
-        }
-        return statistics
-    }
+    /// Its counters: fetches, values delivered and commits notified (the
+    /// center adds the commits skipped and the region).
+    var statistics: ObservationStatistics { state.withLock { $0.statistics } }
 
     func deliver(_ error: any Error) {
         log(.failed(error))
         let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             state.lastResult = .failure(error)
-            state.valuesDelivered += 1
+            state.statistics.valuesDelivered += 1
             return state.subscribers.compactMap { $0.offerWakingLater(.failure(error)) }
         }
         for wakeup in wakeups { wakeup.resume() }
@@ -165,6 +158,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     func commitDidTouchRegion() -> Bool {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
+            state.statistics.changesNotified += 1
             guard !state.isStopped, !state.isClosed else { return (false, nil) }
             if state.isFetching {
                 state.needsFetch = true
@@ -245,7 +239,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         var transition: LogTransition?
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
-            state.fetches += 1
+            state.statistics.fetches += 1
             state.slowFetchStreak = isSlow ? min(state.slowFetchStreak + 1, 2) : 0
             state.isFetching = false
             // After the database closed, subscribers only get its error.
@@ -262,7 +256,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             }
             if changed {
                 state.lastResult = result
-                state.valuesDelivered += 1
+                state.statistics.valuesDelivered += 1
             }
             if let limit = options.rateLimit, changed {
                 state.nextFetchAllowedAt = limit.elapsed() + limit.interval

@@ -1,8 +1,9 @@
 /// A running observation as the center sees it.
 protocol ObservationDriving: AnyObject, Sendable {
-    /// A commit touched the observation's region: returns whether to fetch
-    /// now; `false` when a fetch is in flight (it will fetch again) or the
-    /// rate limit delays it.
+    /// A commit touched the observation's region: counts it (see
+    /// ``ObservationStatistics/changesNotified``) and returns whether to
+    /// fetch now; `false` when a fetch is in flight (it will fetch again) or
+    /// the rate limit delays it.
     func commitDidTouchRegion() -> Bool
     /// Runs one fetch (in a ``FetchBatch``'s read transaction, whose
     /// snapshot is not older than `startSerial`) and delivers its result.
