@@ -5,6 +5,42 @@ import Synchronization
 /// so that a commit costs work only for the observations whose region it
 /// touches, and keeps a short log of recent commits so that an observation
 /// whose region was unknown or changed during a fetch misses nothing.
+///
+/// The path of one commit, from the hook to the consumer:
+///
+/// 1. Hook (`Tracking/ChangeCollector.swift`): while observations exist,
+///    SQLite's pre-update and commit hooks, with each statement's
+///    authorizer footprint, collect the rows, columns and tables a write
+///    transaction changes. Once the committing statement has succeeded, the
+///    writer's thread calls ``didCommit(_:)`` with those ``DatabaseChanges``
+///    (`Tracking/ExternalChangeMonitor.swift` does the same for another
+///    connection's commit).
+/// 2. Center (this file): under its one lock, numbers the commit, logs it
+///    for the fetches in flight, and finds the observations whose region it
+///    touches through the per-table index (`TableObservers.swift`). Outside
+///    the lock, each touched driver counts the notification and says
+///    whether to fetch now (``ObservationDriving/commitDidTouchRegion()``);
+///    ``enqueueFetches(of:)`` cuts those fetches into batches and pushes
+///    them on the fetch queue (`Access/JobQueue.swift`: the pool's readers,
+///    or the queue's connection).
+/// 3. Batch (`FetchBatch.swift`): on one connection, reads the commit
+///    serial, then runs each of its drivers' fetches in one read transaction.
+/// 4. Driver (`ObservationDriver.swift`): fetches its request, recording
+///    the region it read; reports that region up (the center reindexes it
+///    and tells whether a commit published since the batch's serial touched
+///    it: then the driver fetches again); hands a result that differs from
+///    the last to each subscriber's mailbox, under its lock.
+/// 5. Mailbox (`ResultMailbox.swift`): keeps the latest result (latest
+///    wins) or wakes the consumer's suspended `next()`, once the driver's
+///    lock is released.
+/// 6. Consumer (`QueryObservation.swift`): an iteration's `next()` returns
+///    the value or throws the error; a ``LiveQuery`` (`LiveQuery.swift`)
+///    consumes one observation and fans each value out to mailboxes of its own.
+///
+/// Calls go down this path: the center calls batches and drivers (through
+/// ``ObservationDriving``, in `ObservationDriving.swift`), a batch calls
+/// drivers, a driver calls mailboxes. The only way back up is an
+/// ``Uplink``, which batches and drivers hold instead of the center.
 final class ObservationCenter: Sendable {
     private struct Entry {
         let driver: any ObservationDriving
@@ -69,7 +105,7 @@ final class ObservationCenter: Sendable {
     var subscriberCount: Int { subscriptions.load(ordering: .relaxed) }
 
     /// A driver added (`1`) or removed (`-1`) a subscriber.
-    func subscribersDidChange(by delta: Int) {
+    fileprivate func subscribersDidChange(by delta: Int) {
         subscriptions.add(delta, ordering: .relaxed)
     }
 
@@ -137,7 +173,7 @@ final class ObservationCenter: Sendable {
     /// reads nothing), so every commit refetches it. A fetch that succeeds
     /// observes what it read, nothing when it read nothing (its value cannot
     /// change). Costs nothing per commit while no fetch is failing.
-    func fetchDidFinish(
+    fileprivate func fetchDidFinish(
         _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
     ) -> Bool {
         let id = ObjectIdentifier(driver)
@@ -214,7 +250,7 @@ final class ObservationCenter: Sendable {
         var slow: [FetchBatch] = []
         for driver in drivers {
             if driver.fetchesAlone {
-                slow.append(FetchBatch(drivers: [driver], center: self))
+                slow.append(FetchBatch(drivers: [driver], uplink: uplink))
             } else {
                 quick.append(driver)
             }
@@ -229,7 +265,7 @@ final class ObservationCenter: Sendable {
             // Even parts: each holds at least `quick.count / parts` drivers.
             for part in 0..<parts {
                 let range = (part * quick.count / parts)..<((part + 1) * quick.count / parts)
-                batches.append(FetchBatch(drivers: Array(quick[range]), center: self))
+                batches.append(FetchBatch(drivers: Array(quick[range]), uplink: uplink))
             }
         }
         batches += slow
@@ -243,6 +279,48 @@ final class ObservationCenter: Sendable {
         let drivers = state.withLock { state in state.entries.values.map(\.driver) }
         for driver in drivers { driver.deliver(error) }
     }
+
+    // MARK: - The way up
+
+    /// The one way back up from the batches and drivers of a center: what
+    /// they may report to it or ask of it, and nothing else (not the index,
+    /// not the registry). It holds the center; its members only forward.
+    struct Uplink: Sendable {
+        fileprivate let center: ObservationCenter
+
+        /// The serial of the last published commit: a batch reads it before
+        /// it takes its snapshot.
+        var commitSerial: UInt64 { center.commitSerial }
+
+        /// Where drivers log a failing or recovering fetch.
+        var logger: Logger { center.logger }
+
+        /// Queues fetches: a new observation's first, one a rate limit
+        /// delayed, or those a finished batch must run again.
+        func enqueueFetches(of drivers: [any ObservationDriving]) {
+            center.enqueueFetches(of: drivers)
+        }
+
+        /// A fetch finished: see ``ObservationCenter/fetchDidFinish(_:region:failed:startSerial:)``.
+        func fetchDidFinish(
+            _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
+        ) -> Bool {
+            center.fetchDidFinish(driver, region: region, failed: failed, startSerial: startSerial)
+        }
+
+        /// A driver's last subscriber left: see ``ObservationCenter/remove(_:)``.
+        func remove(_ driver: some ObservationDriving) {
+            center.remove(driver)
+        }
+
+        /// A driver added (`1`) or removed (`-1`) a subscriber.
+        func subscribersDidChange(by delta: Int) {
+            center.subscribersDidChange(by: delta)
+        }
+    }
+
+    /// The way up for the batches and drivers of this center.
+    var uplink: Uplink { Uplink(center: self) }
 
     // MARK: - Requests of the database
 

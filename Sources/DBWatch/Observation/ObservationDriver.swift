@@ -4,6 +4,10 @@ import Synchronization
 /// Runs one observed request: fetches it on a reader (never holding the
 /// writer), one fetch in flight and at most one pending, and delivers each
 /// new result to its subscribers. Identical requests share one driver.
+///
+/// The center and a ``FetchBatch`` call it through ``ObservationDriving``;
+/// it calls its subscribers' mailboxes, and reaches back up only through
+/// its ``ObservationCenter/Uplink``.
 final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private struct State {
         /// Usually one: an array costs less memory than a dictionary.
@@ -43,14 +47,14 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     let request: Request
     private let options: ObservationOptions
-    private let center: ObservationCenter
+    private let uplink: ObservationCenter.Uplink
     private let state = Locked(State())
     private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
 
     init(request: Request, options: ObservationOptions, center: ObservationCenter) {
         self.request = request
         self.options = options
-        self.center = center
+        self.uplink = center.uplink
         self.deduplicate = valueComparison(for: Request.Value.self)
     }
 
@@ -80,7 +84,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
                 return false
             }
             state.subscribers.append(mailbox)
-            center.subscribersDidChange(by: 1)
+            uplink.subscribersDidChange(by: 1)
             if state.isClosed {
                 wakeup = mailbox.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
                 return true
@@ -126,7 +130,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let isLast = state.withLock { state -> Bool in
             let count = state.subscribers.count
             state.subscribers.removeAll { ObjectIdentifier($0) == id }
-            if state.subscribers.count < count { center.subscribersDidChange(by: -1) }
+            if state.subscribers.count < count { uplink.subscribersDidChange(by: -1) }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
                 // Nobody waits for its result (promise 9).
@@ -137,7 +141,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return false
         }
         timer?.cancel()
-        if isLast { center.remove(self) }
+        if isLast { uplink.remove(self) }
     }
 
     /// Its counters: fetches, values delivered and commits notified (the
@@ -199,7 +203,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     private func enqueueFetch() {
-        center.enqueueFetches(of: [self])
+        uplink.enqueueFetches(of: [self])
     }
 
     /// Runs on a reader connection (or the queue's connection), in the read
@@ -233,7 +237,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
     ) -> Bool {
         let failed = if case .failure = result { true } else { false }
-        let missedCommit = center.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
+        let missedCommit = uplink.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         var timerOffset: Duration?
         var wakeups: [ResultMailbox<Request.Value>.Wakeup] = []
         var transition: LogTransition?
@@ -307,9 +311,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private func log(_ transition: LogTransition) {
         switch transition {
         case .failed(let error):
-            center.logger.warning("observation of \(String(describing: request)) failed: \(error)")
+            uplink.logger.warning("observation of \(String(describing: request)) failed: \(error)")
         case .recovered:
-            center.logger.info("observation of \(String(describing: request)) recovered")
+            uplink.logger.info("observation of \(String(describing: request)) recovered")
         }
     }
 

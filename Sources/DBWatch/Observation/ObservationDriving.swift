@@ -1,4 +1,5 @@
-/// A running observation as the center sees it.
+/// A running observation as the center and its batches see it: the calls
+/// that go down to a driver (``ObservationDriver``, or a stub in tests).
 protocol ObservationDriving: AnyObject, Sendable {
     /// A commit touched the observation's region: counts it (see
     /// ``ObservationStatistics/changesNotified``) and returns whether to
