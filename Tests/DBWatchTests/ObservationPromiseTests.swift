@@ -444,7 +444,7 @@ struct ObservationPromiseTests {
     @Test("9. a value not taken yet when the database closes comes before the error")
     func closingKeepsAValueNotTakenYet() async throws {
         try await withTimeout {
-            let subscription = ObservationSubscription<Int> { _ in }
+            let subscription = ResultMailbox<Int> { _ in }
             subscription.offer(.success(0))
             let first = try await subscription.next()?.get()
             #expect(first == 0)
@@ -459,7 +459,7 @@ struct ObservationPromiseTests {
             #expect(end == nil)
 
             // A waiting error is replaced: at most one error, the last.
-            let failing = ObservationSubscription<Int> { _ in }
+            let failing = ResultMailbox<Int> { _ in }
             failing.offer(.failure(CancellationError()))
             failing.finish(after: .failure(SQLiteError.databaseClosed))
             let only = await failing.next()
@@ -640,11 +640,11 @@ struct ObservationPromiseTests {
         // anyway (found just before it stopped): the caller asks again.
         let driver = ObservationDriver(
             request: IntRequest("SELECT 1"), options: ObservationOptions(), center: center)
-        let leaving = ObservationSubscription<Int> { _ in }
+        let leaving = ResultMailbox<Int> { _ in }
         #expect(driver.add(leaving, startFetch: false))
         driver.remove(ObjectIdentifier(leaving))
         #expect(driver.isStopped)
-        #expect(!driver.add(ObservationSubscription<Int> { _ in }, startFetch: false))
+        #expect(!driver.add(ResultMailbox<Int> { _ in }, startFetch: false))
     }
 
     @Test func identicalRequestsShareOneFetch() async throws {

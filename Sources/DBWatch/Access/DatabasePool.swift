@@ -40,7 +40,8 @@ public final class DatabasePool: DatabaseWriter {
     /// }
     /// ```
     public var writerExecutor: any TaskExecutor { writerTaskExecutor }
-    let observationHost: ObservationHost
+    /// The observations of this database, their index and their fetches.
+    let observations: ObservationCenter
     private let backgroundClose = BackgroundClose()
     /// Detects other connections' commits, when configured for a file.
     let externalChangeMonitor: ExternalChangeMonitor?
@@ -72,7 +73,7 @@ public final class DatabasePool: DatabaseWriter {
         let writer = try Database(path: path, configuration: configuration)
         let center = ObservationCenter(fetchQueue: readerJobs, logger: configuration.logger)
         writer.changeCollector = ChangeCollector(center: center)
-        observationHost = ObservationHost(center: center)
+        observations = center
         if !configuration.readOnly {
             let mode: String?
             do {
@@ -181,7 +182,7 @@ public final class DatabasePool: DatabaseWriter {
         writerJobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: deadline)
         // Last: the refetches of commits made before the close still
         // deliver their values.
-        observationHost.center.close()
+        observations.close()
     }
 
     /// ``close()`` without blocking the calling task's thread: the close
@@ -208,7 +209,7 @@ public final class DatabasePool: DatabaseWriter {
     /// for try await players in database.observe(TopPlayers(), options: ObservationOptions()) { … }
     /// ```
     public func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
-        observationHost.observe(request, options: options)
+        observations.observe(request, options: options)
     }
 
     /// The counters of the running observation of `request`, or `nil`.
@@ -217,7 +218,7 @@ public final class DatabasePool: DatabaseWriter {
     /// let fetches = database.statistics(for: TopPlayers())?.fetches
     /// ```
     public func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
-        observationHost.statistics(for: request)
+        observations.statistics(for: request)
     }
 
     /// Fetches `request` once and tells which tables and columns its
@@ -228,7 +229,7 @@ public final class DatabasePool: DatabaseWriter {
     /// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
     /// ```
     public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
-        try await observationHost.explain(request)
+        try await observations.explain(request)
     }
 
     /// The number of running observations (identical requests count once).
@@ -236,7 +237,7 @@ public final class DatabasePool: DatabaseWriter {
     /// ```swift
     /// assert(database.observationCount == 0)
     /// ```
-    public var observationCount: Int { observationHost.center.count }
+    public var observationCount: Int { observations.count }
 
     /// The number of subscriptions of all running observations: each loop
     /// over an observation counts, also when identical requests share one
@@ -247,5 +248,5 @@ public final class DatabasePool: DatabaseWriter {
     /// ```swift
     /// assert(database.subscriberCount == 0)   // every client's stream ended
     /// ```
-    public var subscriberCount: Int { observationHost.center.subscriberCount }
+    public var subscriberCount: Int { observations.subscriberCount }
 }

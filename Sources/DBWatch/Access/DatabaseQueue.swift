@@ -29,7 +29,8 @@ public final class DatabaseQueue: DatabaseWriter {
     public let configuration: Configuration
     let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
-    let observationHost: ObservationHost
+    /// The observations of this database, their index and their fetches.
+    let observations: ObservationCenter
     private let backgroundClose = BackgroundClose()
 
     /// Runs a task on the queue's own thread: its reads and writes run there
@@ -71,7 +72,7 @@ public final class DatabaseQueue: DatabaseWriter {
         let database = try Database(path: path, configuration: configuration)
         let center = ObservationCenter(fetchQueue: jobs, logger: configuration.logger)
         database.changeCollector = ChangeCollector(center: center)
-        observationHost = ObservationHost(center: center)
+        observations = center
         externalChangeMonitor = try ExternalChangeMonitor.make(
             path: path, configuration: configuration, center: center, writerQueue: jobs, writer: database)
         ConnectionThread.start(name: "dbwatch.queue", queue: jobs, connection: UnsafeTransfer(value: database)) { _ in
@@ -139,7 +140,7 @@ public final class DatabaseQueue: DatabaseWriter {
         // still deliver their values.
         jobs.close()
         jobs.waitForWorkersUnlessCalledFromOne(shuttingDownAt: JobQueue.deadline(after: configuration.closeGracePeriod))
-        observationHost.center.close()
+        observations.close()
     }
 
     /// ``close()`` without blocking the calling task's thread: the close
@@ -166,7 +167,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// for try await players in database.observe(TopPlayers(), options: ObservationOptions()) { … }
     /// ```
     public func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
-        observationHost.observe(request, options: options)
+        observations.observe(request, options: options)
     }
 
     /// The counters of the running observation of `request`, or `nil`.
@@ -175,7 +176,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// let fetches = database.statistics(for: TopPlayers())?.fetches
     /// ```
     public func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
-        observationHost.statistics(for: request)
+        observations.statistics(for: request)
     }
 
     /// Fetches `request` once and tells which tables and columns its
@@ -186,7 +187,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
     /// ```
     public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
-        try await observationHost.explain(request)
+        try await observations.explain(request)
     }
 
     /// The number of running observations (identical requests count once).
@@ -194,7 +195,7 @@ public final class DatabaseQueue: DatabaseWriter {
     /// ```swift
     /// assert(database.observationCount == 0)
     /// ```
-    public var observationCount: Int { observationHost.center.count }
+    public var observationCount: Int { observations.count }
 
     /// The number of subscriptions of all running observations: each loop
     /// over an observation counts, also when identical requests share one
@@ -205,5 +206,5 @@ public final class DatabaseQueue: DatabaseWriter {
     /// ```swift
     /// assert(database.subscriberCount == 0)   // every client's stream ended
     /// ```
-    public var subscriberCount: Int { observationHost.center.subscriberCount }
+    public var subscriberCount: Int { observations.subscriberCount }
 }

@@ -9,18 +9,21 @@
 /// Every fetch of the batch sees the same snapshot, taken after
 /// `startSerial` was read: a commit published after that serial that
 /// touches a fetch's region makes the driver fetch again (see
-/// ``ObservationCenter/fetchDidFinish(_:region:startSerial:)``).
+/// ``ObservationCenter/fetchDidFinish(_:region:failed:startSerial:)``).
+///
+/// The center creates and queues batches; a batch calls its drivers, and
+/// reaches back up only through its ``ObservationCenter/Uplink``.
 final class FetchBatch: ConnectionJob {
     private let drivers: [any ObservationDriving]
-    private let center: ObservationCenter
+    private let uplink: ObservationCenter.Uplink
 
-    init(drivers: [any ObservationDriving], center: ObservationCenter) {
+    init(drivers: [any ObservationDriving], uplink: ObservationCenter.Uplink) {
         self.drivers = drivers
-        self.center = center
+        self.uplink = uplink
     }
 
     func run(on database: Database) {
-        let startSerial = center.commitSerial
+        let startSerial = uplink.commitSerial
         var again: [any ObservationDriving] = []
         var fetched = 0
         while fetched < drivers.count {
@@ -43,11 +46,11 @@ final class FetchBatch: ConnectionJob {
             }
         }
         // Those that missed a commit meanwhile fetch again, together.
-        center.enqueueFetches(of: again)
+        uplink.enqueueFetches(of: again)
     }
 
     func fail(with error: any Error) {
         let again = drivers.filter { $0.fetchFailed(error, startSerial: .max) }
-        center.enqueueFetches(of: again)
+        uplink.enqueueFetches(of: again)
     }
 }

@@ -34,7 +34,7 @@ import Synchronization
 /// while fetches fail); ``results`` delivers them.
 public final class LiveQuery<Request: Queryable>: Sendable {
     private struct Subscriber {
-        let mailbox: ObservationSubscription<Request.Value>
+        let mailbox: ResultMailbox<Request.Value>
         /// A subscriber of ``results``: it receives errors too.
         let receivesErrors: Bool
     }
@@ -218,7 +218,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
 
     private func end(if condition: (State) -> Bool) {
         var pump: Task<Void, Never>?
-        var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
+        var wakeups: [ResultMailbox<Request.Value>.Wakeup] = []
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard condition(state) else { return [] }
             state.hasEnded = true
@@ -276,7 +276,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     }
 
     private func receive(_ result: Result<Request.Value, any Error>, from id: Int) {
-        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+        let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             guard state.pumpID == id else { return [] }
             // Handed under the lock, so that a subscriber joining now never
             // receives an older result after this one; woken after.
@@ -342,7 +342,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     public var results: Results { Results(liveQuery: self) }
 
     fileprivate func subscribe(receivingErrors: Bool) -> QueryObservation<Request>.Subscription {
-        let mailbox = ObservationSubscription<Request.Value> { [weak self] id in
+        let mailbox = ResultMailbox<Request.Value> { [weak self] id in
             self?.unsubscribe(id)
         }
         // Nobody waits on a new mailbox yet: offering wakes nothing.

@@ -1,39 +1,46 @@
 import Logging
 import Synchronization
 
-/// A running observation as the center sees it.
-protocol ObservationDriving: AnyObject, Sendable {
-    /// A commit touched the observation's region: returns whether to fetch
-    /// now; `false` when a fetch is in flight (it will fetch again) or the
-    /// rate limit delays it.
-    func commitDidTouchRegion() -> Bool
-    /// Runs one fetch (in a ``FetchBatch``'s read transaction, whose
-    /// snapshot is not older than `startSerial`) and delivers its result.
-    /// Returns whether the driver must fetch again at once (a commit it may
-    /// not have seen touched its region).
-    func fetch(on database: Database, startSerial: UInt64) -> Bool
-    /// The fetch could not run (its read transaction could not begin, no
-    /// connection, or the queue closed); `startSerial` is the serial read
-    /// before it tried, `.max` when unknown. Returns whether the driver must
-    /// fetch again at once.
-    func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool
-    /// Its last fetches were slow: the next one runs in a batch of its own.
-    var fetchesAlone: Bool { get }
-    /// The database file was replaced: deliver the error.
-    func deliver(_ error: any Error)
-    /// The database closed: end every subscriber with
-    /// ``SQLiteError/databaseClosed``.
-    func endBecauseDatabaseClosed()
-    /// The key the driver is shared under, if any.
-    var sharingKey: SharingKey? { get }
-    /// Its last subscriber left: it takes no new one, and is being removed.
-    var isStopped: Bool { get }
-}
-
 /// The observations of one database: indexes them by the tables they read,
 /// so that a commit costs work only for the observations whose region it
 /// touches, and keeps a short log of recent commits so that an observation
 /// whose region was unknown or changed during a fetch misses nothing.
+///
+/// The path of one commit, from the hook to the consumer:
+///
+/// 1. Hook (`Tracking/ChangeCollector.swift`): while observations exist,
+///    SQLite's pre-update and commit hooks, with each statement's
+///    authorizer footprint, collect the rows, columns and tables a write
+///    transaction changes. Once the committing statement has succeeded, the
+///    writer's thread calls ``didCommit(_:)`` with those ``DatabaseChanges``
+///    (`Tracking/ExternalChangeMonitor.swift` does the same for another
+///    connection's commit).
+/// 2. Center (this file): under its one lock, numbers the commit, logs it
+///    for the fetches in flight, and finds the observations whose region it
+///    touches through the per-table index (`TableObservers.swift`). Outside
+///    the lock, each touched driver counts the notification and says
+///    whether to fetch now (``ObservationDriving/commitDidTouchRegion()``);
+///    ``enqueueFetches(of:)`` cuts those fetches into batches and pushes
+///    them on the fetch queue (`Access/JobQueue.swift`: the pool's readers,
+///    or the queue's connection).
+/// 3. Batch (`FetchBatch.swift`): on one connection, reads the commit
+///    serial, then runs each of its drivers' fetches in one read transaction.
+/// 4. Driver (`ObservationDriver.swift`): fetches its request, recording
+///    the region it read; reports that region up (the center reindexes it
+///    and tells whether a commit published since the batch's serial touched
+///    it: then the driver fetches again); hands a result that differs from
+///    the last to each subscriber's mailbox, under its lock.
+/// 5. Mailbox (`ResultMailbox.swift`): keeps the latest result (latest
+///    wins) or wakes the consumer's suspended `next()`, once the driver's
+///    lock is released.
+/// 6. Consumer (`QueryObservation.swift`): an iteration's `next()` returns
+///    the value or throws the error; a ``LiveQuery`` (`LiveQuery.swift`)
+///    consumes one observation and fans each value out to mailboxes of its own.
+///
+/// Calls go down this path: the center calls batches and drivers (through
+/// ``ObservationDriving``, in `ObservationDriving.swift`), a batch calls
+/// drivers, a driver calls mailboxes. The only way back up is an
+/// ``Uplink``, which batches and drivers hold instead of the center.
 final class ObservationCenter: Sendable {
     private struct Entry {
         let driver: any ObservationDriving
@@ -41,7 +48,8 @@ final class ObservationCenter: Sendable {
         /// Its last fetch failed: every commit refetches it (see
         /// ``fetchDidFinish(_:region:failed:startSerial:)``).
         var observesEverything = false
-        var notifications = 0
+        /// The commit serial when it registered: the commits since, minus
+        /// those it was notified of, are the commits it skipped.
         let registeredAt: UInt64
     }
 
@@ -97,7 +105,7 @@ final class ObservationCenter: Sendable {
     var subscriberCount: Int { subscriptions.load(ordering: .relaxed) }
 
     /// A driver added (`1`) or removed (`-1`) a subscriber.
-    func subscribersDidChange(by delta: Int) {
+    fileprivate func subscribersDidChange(by delta: Int) {
         subscriptions.add(delta, ordering: .relaxed)
     }
 
@@ -165,7 +173,7 @@ final class ObservationCenter: Sendable {
     /// reads nothing), so every commit refetches it. A fetch that succeeds
     /// observes what it read, nothing when it read nothing (its value cannot
     /// change). Costs nothing per commit while no fetch is failing.
-    func fetchDidFinish(
+    fileprivate func fetchDidFinish(
         _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
     ) -> Bool {
         let id = ObjectIdentifier(driver)
@@ -216,10 +224,7 @@ final class ObservationCenter: Sendable {
                 state.recent.removeFirst(state.recent.count - Self.recentCommitCapacity)
             }
             if changes.affectsEverything {
-                for (id, entry) in state.entries {
-                    state.entries[id]!.notifications += 1
-                    touched.append(entry.driver)
-                }
+                for entry in state.entries.values { touched.append(entry.driver) }
                 return
             }
             var ids: Set<ObjectIdentifier> = []
@@ -227,10 +232,7 @@ final class ObservationCenter: Sendable {
                 state.byTable[table]?.forEachTouched(by: change) { ids.insert($0) }
             }
             if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
-            for id in ids {
-                state.entries[id]!.notifications += 1
-                touched.append(state.entries[id]!.driver)
-            }
+            for id in ids { touched.append(state.entries[id]!.driver) }
         }
         // One batch for the whole commit: one reader woken, and the changed
         // pages read once for all (see FetchBatch).
@@ -248,7 +250,7 @@ final class ObservationCenter: Sendable {
         var slow: [FetchBatch] = []
         for driver in drivers {
             if driver.fetchesAlone {
-                slow.append(FetchBatch(drivers: [driver], center: self))
+                slow.append(FetchBatch(drivers: [driver], uplink: uplink))
             } else {
                 quick.append(driver)
             }
@@ -263,7 +265,7 @@ final class ObservationCenter: Sendable {
             // Even parts: each holds at least `quick.count / parts` drivers.
             for part in 0..<parts {
                 let range = (part * quick.count / parts)..<((part + 1) * quick.count / parts)
-                batches.append(FetchBatch(drivers: Array(quick[range]), center: self))
+                batches.append(FetchBatch(drivers: Array(quick[range]), uplink: uplink))
             }
         }
         batches += slow
@@ -278,29 +280,81 @@ final class ObservationCenter: Sendable {
         for driver in drivers { driver.deliver(error) }
     }
 
-    // MARK: - Statistics
+    // MARK: - The way up
 
-    /// Notified and skipped counts and the region for `driver`.
-    func statistics(of driver: some ObservationDriving) -> (notified: Int, skipped: Int, region: DatabaseRegion)? {
-        state.withLock { state in
-            guard let entry = state.entries[ObjectIdentifier(driver)] else { return nil }
-            let since = Int(state.commitSerial - entry.registeredAt)
-            return (entry.notifications, max(0, since - entry.notifications), entry.region ?? DatabaseRegion())
+    /// The one way back up from the batches and drivers of a center: what
+    /// they may report to it or ask of it, and nothing else (not the index,
+    /// not the registry). It holds the center; its members only forward.
+    struct Uplink: Sendable {
+        fileprivate let center: ObservationCenter
+
+        /// The serial of the last published commit: a batch reads it before
+        /// it takes its snapshot.
+        var commitSerial: UInt64 { center.commitSerial }
+
+        /// Where drivers log a failing or recovering fetch.
+        var logger: Logger { center.logger }
+
+        /// Queues fetches: a new observation's first, one a rate limit
+        /// delayed, or those a finished batch must run again.
+        func enqueueFetches(of drivers: [any ObservationDriving]) {
+            center.enqueueFetches(of: drivers)
+        }
+
+        /// A fetch finished: see ``ObservationCenter/fetchDidFinish(_:region:failed:startSerial:)``.
+        func fetchDidFinish(
+            _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
+        ) -> Bool {
+            center.fetchDidFinish(driver, region: region, failed: failed, startSerial: startSerial)
+        }
+
+        /// A driver's last subscriber left: see ``ObservationCenter/remove(_:)``.
+        func remove(_ driver: some ObservationDriving) {
+            center.remove(driver)
+        }
+
+        /// A driver added (`1`) or removed (`-1`) a subscriber.
+        func subscribersDidChange(by delta: Int) {
+            center.subscribersDidChange(by: delta)
         }
     }
 
-    /// The driver running for `key`, if any.
-    func sharedDriver(for key: SharingKey) -> (any ObservationDriving)? {
-        state.withLock { state in state.shared[key].flatMap { state.entries[$0]?.driver } }
+    /// The way up for the batches and drivers of this center.
+    var uplink: Uplink { Uplink(center: self) }
+
+    // MARK: - Requests of the database
+
+    /// A new observation of `request`, whose fetches run on ``fetchQueue``:
+    /// what ``DatabaseQueue/observe(_:options:)`` and
+    /// ``DatabasePool/observe(_:options:)`` return.
+    func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
+        QueryObservation(request: request, options: options, center: self)
     }
-}
 
-/// Identifies a request for sharing one observation between identical
-/// requests (the type and the value).
-struct SharingKey: Hashable, @unchecked Sendable {  // built only from Queryable values, which are Sendable
-    private let value: AnyHashable
+    /// The statistics of the running observation of `request`, or `nil`:
+    /// the driver's counters, and what only the center knows, the commits
+    /// it skipped and the region it is indexed under.
+    func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
+        let key = SharingKey(request)
+        let found = state.withLock { state -> (driver: any ObservationDriving, commits: Int, region: DatabaseRegion)? in
+            guard let id = state.shared[key], let entry = state.entries[id] else { return nil }
+            return (entry.driver, Int(state.commitSerial - entry.registeredAt), entry.region ?? DatabaseRegion())
+        }
+        guard let found, let driver = found.driver as? ObservationDriver<R> else { return nil }
+        var statistics = driver.statistics
+        statistics.changesSkipped = max(0, found.commits - statistics.changesNotified)
+        statistics.region = found.region
+        return statistics
+    }
 
-    init<R: Queryable>(_ request: R) {
-        value = AnyHashable(request)
+    /// Fetches `request` once on ``fetchQueue`` and tells what its
+    /// observation would watch.
+    func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
+        let region = try await fetchQueue.perform { db in
+            let (result, region) = db.fetchRecordingRegion { try request.fetch(db) }
+            _ = try result.get()
+            return region
+        }
+        return QueryExplanation(region: region, statistics: statistics(for: request))
     }
 }

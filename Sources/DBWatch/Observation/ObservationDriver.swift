@@ -4,16 +4,23 @@ import Synchronization
 /// Runs one observed request: fetches it on a reader (never holding the
 /// writer), one fetch in flight and at most one pending, and delivers each
 /// new result to its subscribers. Identical requests share one driver.
+///
+/// The center and a ``FetchBatch`` call it through ``ObservationDriving``;
+/// it calls its subscribers' mailboxes, and reaches back up only through
+/// its ``ObservationCenter/Uplink``.
 final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private struct State {
         /// Usually one: an array costs less memory than a dictionary.
-        var subscribers: [ObservationSubscription<Request.Value>] = []
+        var subscribers: [ResultMailbox<Request.Value>] = []
         /// The last delivered result, for deduplication and late subscribers.
         var lastResult: Result<Request.Value, any Error>?
         var isFetching = false
         var needsFetch = false
-        var fetches = 0
-        var valuesDelivered = 0
+        /// Its fetches, deliveries and notifications, counted as they
+        /// happen under this lock; the center, which knows the commits and
+        /// the region, fills in the rest when asked (see
+        /// ``ObservationCenter/statistics(for:)``).
+        var statistics = ObservationStatistics()
         /// Rate limit: when the next fetch may start, and whether a timer waits for it.
         var nextFetchAllowedAt: Duration?
         var timerScheduled = false
@@ -40,14 +47,14 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     let request: Request
     private let options: ObservationOptions
-    private let center: ObservationCenter
+    private let uplink: ObservationCenter.Uplink
     private let state = Locked(State())
     private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
 
     init(request: Request, options: ObservationOptions, center: ObservationCenter) {
         self.request = request
         self.options = options
-        self.center = center
+        self.uplink = center.uplink
         self.deduplicate = valueComparison(for: Request.Value.self)
     }
 
@@ -66,27 +73,27 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     /// the fetch in flight or the next one. Returns `false`, adding
     /// nothing, when the driver stopped meanwhile (its last subscriber
     /// left): the caller then asks the center again.
-    func add(_ subscription: ObservationSubscription<Request.Value>, startFetch: Bool) -> Bool {
+    func add(_ mailbox: ResultMailbox<Request.Value>, startFetch: Bool) -> Bool {
         // Results are handed to mailboxes under the lock, so a mailbox never
         // receives an older result after a newer one ("Order", see
         // <doc:ObservationPromises>).
         var isStopped = false
-        var wakeup: ObservationSubscription<Request.Value>.Wakeup?
+        var wakeup: ResultMailbox<Request.Value>.Wakeup?
         let isClosed = state.withLock { state -> Bool in
             if state.isStopped {
                 isStopped = true
                 return false
             }
-            state.subscribers.append(subscription)
-            center.subscribersDidChange(by: 1)
+            state.subscribers.append(mailbox)
+            uplink.subscribersDidChange(by: 1)
             if state.isClosed {
-                wakeup = subscription.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
+                wakeup = mailbox.finishWakingLater(after: .failure(SQLiteError.databaseClosed))
                 return true
             }
             if startFetch {
                 state.isFetching = true
             } else if !state.isFetching, !state.needsFetch, let lastResult = state.lastResult {
-                wakeup = subscription.offerWakingLater(lastResult)
+                wakeup = mailbox.offerWakingLater(lastResult)
             }
             return false
         }
@@ -104,7 +111,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     func endBecauseDatabaseClosed() {
         let error = SQLiteError.databaseClosed
         var timer: Task<Void, Never>?
-        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+        let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             guard !state.isClosed else { return [] }
             state.isClosed = true
             state.runningFetch?.cancel()
@@ -124,7 +131,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         let isLast = state.withLock { state -> Bool in
             let count = state.subscribers.count
             state.subscribers.removeAll { ObjectIdentifier($0) == id }
-            if state.subscribers.count < count { center.subscribersDidChange(by: -1) }
+            if state.subscribers.count < count { uplink.subscribersDidChange(by: -1) }
             if state.subscribers.isEmpty && !state.isStopped {
                 state.isStopped = true
                 // Nobody waits for its result ("Cancellation releases
@@ -136,28 +143,18 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             return false
         }
         timer?.cancel()
-        if isLast { center.remove(self) }
+        if isLast { uplink.remove(self) }
     }
 
-    var statistics: ObservationStatistics {
-        var statistics = ObservationStatistics()
-        state.withLock { state in
-            statistics.fetches = state.fetches
-            statistics.valuesDelivered = state.valuesDelivered
-        }
-        if let counts = center.statistics(of: self) {
-            statistics.changesNotified = counts.notified
-            statistics.changesSkipped = counts.skipped
-            statistics.region = counts.region
-        }
-        return statistics
-    }
+    /// Its counters: fetches, values delivered and commits notified (the
+    /// center adds the commits skipped and the region).
+    var statistics: ObservationStatistics { state.withLock { $0.statistics } }
 
     func deliver(_ error: any Error) {
         log(.failed(error))
-        let wakeups = state.withLock { state -> [ObservationSubscription<Request.Value>.Wakeup] in
+        let wakeups = state.withLock { state -> [ResultMailbox<Request.Value>.Wakeup] in
             state.lastResult = .failure(error)
-            state.valuesDelivered += 1
+            state.statistics.valuesDelivered += 1
             return state.subscribers.compactMap { $0.offerWakingLater(.failure(error)) }
         }
         for wakeup in wakeups { wakeup.resume() }
@@ -167,6 +164,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
 
     func commitDidTouchRegion() -> Bool {
         let (start, sleepUntil) = state.withLock { state -> (Bool, Duration?) in
+            state.statistics.changesNotified += 1
             guard !state.isStopped, !state.isClosed else { return (false, nil) }
             if state.isFetching {
                 state.needsFetch = true
@@ -207,7 +205,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     }
 
     private func enqueueFetch() {
-        center.enqueueFetches(of: [self])
+        uplink.enqueueFetches(of: [self])
     }
 
     /// Runs on a reader connection (or the queue's connection), in the read
@@ -241,13 +239,13 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
     ) -> Bool {
         let failed = if case .failure = result { true } else { false }
-        let missedCommit = center.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
+        let missedCommit = uplink.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         var timerOffset: Duration?
-        var wakeups: [ObservationSubscription<Request.Value>.Wakeup] = []
+        var wakeups: [ResultMailbox<Request.Value>.Wakeup] = []
         var transition: LogTransition?
         let startAnother = state.withLock { state -> Bool in
             state.runningFetch = nil
-            state.fetches += 1
+            state.statistics.fetches += 1
             state.slowFetchStreak = isSlow ? min(state.slowFetchStreak + 1, 2) : 0
             state.isFetching = false
             // After the database closed, subscribers only get its error.
@@ -264,7 +262,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
             }
             if changed {
                 state.lastResult = result
-                state.valuesDelivered += 1
+                state.statistics.valuesDelivered += 1
             }
             if let limit = options.rateLimit, changed {
                 state.nextFetchAllowedAt = limit.elapsed() + limit.interval
@@ -315,9 +313,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private func log(_ transition: LogTransition) {
         switch transition {
         case .failed(let error):
-            center.logger.warning("observation of \(String(describing: request)) failed: \(error)")
+            uplink.logger.warning("observation of \(String(describing: request)) failed: \(error)")
         case .recovered:
-            center.logger.info("observation of \(String(describing: request)) recovered")
+            uplink.logger.info("observation of \(String(describing: request)) recovered")
         }
     }
 
@@ -332,27 +330,5 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
         default:
             return false
         }
-    }
-}
-
-/// `==` when `Value` is `Equatable` (known at run time), otherwise a
-/// comparison that never finds two values equal.
-func valueComparison<Value>(for type: Value.Type) -> @Sendable (Value, Value) -> Bool {
-    if Value.self is any Equatable.Type {
-        return { lhs, rhs in areEqual(lhs, rhs) }
-    }
-    return { _, _ in false }
-}
-
-/// Compares two values of a type known at run time to be `Equatable`.
-private func areEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
-    guard let lhs = lhs as? any Equatable else { return false }
-    return lhs.isEqual(to: rhs)
-}
-
-extension Equatable {
-    fileprivate func isEqual(to other: Any) -> Bool {
-        guard let other = other as? Self else { return false }
-        return self == other
     }
 }

@@ -73,7 +73,7 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
             let (driver, isNew) = center.driver(sharedAs: key) {
                 ObservationDriver(request: request, options: options, center: center)
             }
-            let mailbox = ObservationSubscription<Request.Value> { [driver] id in driver.remove(id) }
+            let mailbox = ResultMailbox<Request.Value> { [driver] id in driver.remove(id) }
             // A driver stopping right now is skipped by the center next time.
             if driver.add(mailbox, startFetch: isNew) { return Subscription(mailbox: mailbox) }
         }
@@ -81,9 +81,9 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
 
     /// Owns one subscription; dropping it stops the subscription.
     final class Subscription {
-        let mailbox: ObservationSubscription<Request.Value>
+        let mailbox: ResultMailbox<Request.Value>
 
-        init(mailbox: ObservationSubscription<Request.Value>) {
+        init(mailbox: ResultMailbox<Request.Value>) {
             self.mailbox = mailbox
         }
 

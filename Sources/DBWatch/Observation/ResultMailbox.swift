@@ -3,7 +3,12 @@ import Synchronization
 /// One consumer's mailbox: holds at most the latest undelivered result
 /// (latest wins, so a slow consumer never makes memory grow) and the
 /// consumer's suspended `next()`.
-final class ObservationSubscription<Value: Sendable>: Sendable {
+///
+/// Each iteration of a ``QueryObservation`` owns one (through its
+/// `QueryObservation.Subscription`, which finishes it when dropped), and so
+/// does each subscriber of a ``LiveQuery``. An ``ObservationDriver`` or a
+/// live query hands results in; the consumer takes them out with ``next()``.
+final class ResultMailbox<Value: Sendable>: Sendable {
     private struct State {
         var latest: Result<Value, any Error>?
         /// The error that ends the subscription, kept behind a value still
