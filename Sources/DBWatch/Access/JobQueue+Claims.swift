@@ -39,13 +39,12 @@ extension JobQueue {
     /// Runs `body` on the calling thread with the claimed `database`, then
     /// ends the claim, and queues the checkpoint that a commit left due.
     func runClaimed<T>(on database: Database, _ body: (Database) throws -> T) async throws -> T {
-        claimedAccesses.add(1, ordering: .relaxed)
         database.runsOnCallerThread = true
         defer {
             database.runsOnCallerThread = false
             let checkpointIsDue = database.checkpointIsDue
             releaseClaim()
-            if checkpointIsDue, push(CheckpointJob()) { deferredCheckpoints.add(1, ordering: .relaxed) }
+            if checkpointIsDue { _ = push(CheckpointJob()) }
         }
         return try await runCancellably(on: database, body)
     }
@@ -54,13 +53,4 @@ extension JobQueue {
     /// access gets its connection (for tests; right after a job, the
     /// worker may not be back to sleep yet, and a write then queues).
     var workerIsIdle: Bool { locked { sleepingWorkers > 0 && hasNoQueuedJob && !isClaimed } }
-
-    /// How many accesses ran on a caller's thread, on a claimed connection, so far.
-    var claimedAccessCount: Int { claimedAccesses.load(ordering: .relaxed) }
-
-    /// How many claimed accesses went to the worker's thread to wait for a lock.
-    var lockWaitFallbackCount: Int { lockWaitFallbacks.load(ordering: .relaxed) }
-
-    /// How many checkpoints were left to the worker by commits on a caller's thread.
-    var deferredCheckpointCount: Int { deferredCheckpoints.load(ordering: .relaxed) }
 }

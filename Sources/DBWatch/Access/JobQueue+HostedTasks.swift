@@ -28,7 +28,4 @@ extension JobQueue {
             return hostedTasks.first { pthread_equal($0.thread, thread) != 0 }?.database
         }
     }
-
-    /// How many accesses ran inline in a hosted task so far.
-    var inlineAccessCount: Int { inlineAccesses.load(ordering: .relaxed) }
 }

@@ -22,7 +22,6 @@ extension JobQueue {
         claimingIdleConnection: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         if let database = inlineConnection() {
-            inlineAccesses.add(1, ordering: .relaxed)
             return try await runCancellably(on: database, body)
         }
         if claimingIdleConnection && allowsClaims, let database = claimIdleConnection() {
@@ -30,7 +29,6 @@ extension JobQueue {
                 return try await runClaimed(on: database, body)
             } catch is Database.LockWaitRefused {
                 // Another connection holds the lock: wait for it on the connection's thread.
-                lockWaitFallbacks.add(1, ordering: .relaxed)
             }
         }
         let job = AccessJob(body)

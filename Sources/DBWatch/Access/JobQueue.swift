@@ -22,8 +22,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     private var workerThreads: [pthread_t] = []
     /// Workers blocked in `pthread_cond_wait`: a push signals only if one is.
     var sleepingWorkers = 0
-    /// The most jobs ever waiting at once (for tests of coalescing).
-    private var highWaterMark = 0
 
     // The claims of the idle connection (JobQueue+Claims.swift).
     /// Whether an idle connection may be claimed by a caller: set for
@@ -36,13 +34,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     var isClaimed = false
     /// The thread of that caller, so that a `close()` it makes does not wait for itself.
     var claimingThread: pthread_t?
-    /// Accesses that ran on the caller's thread by claiming the idle connection (for tests).
-    let claimedAccesses = Atomic<Int>(0)
-    /// Claimed accesses that went to the worker's thread because another
-    /// connection held the lock (for tests).
-    let lockWaitFallbacks = Atomic<Int>(0)
-    /// Checkpoints that commits on a caller's thread left to the worker (for tests).
-    let deferredCheckpoints = Atomic<Int>(0)
 
     // The tasks hosted on the workers' threads (JobQueue+HostedTasks.swift).
     /// The Swift tasks running right now on this queue's threads (tasks that
@@ -52,8 +43,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// `hostedTasks.count`, read without the lock so that `perform` costs
     /// nothing more when no task is hosted.
     let hostedTaskCount = Atomic<Int>(0)
-    /// Accesses that ran inline in a hosted task (for tests).
-    let inlineAccesses = Atomic<Int>(0)
 
     /// Set when the grace period of a close ends (see
     /// ``waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``): every
@@ -102,7 +91,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         let (accepted, wake) = locked {
             guard !isClosed else { return (false, false) }
             jobs.append(job)
-            highWaterMark = max(highWaterMark, jobs.count - head)
             // A claimed connection's worker is woken when the claim ends.
             return (true, sleepingWorkers > 0 && !isClaimed)
         }
@@ -116,7 +104,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         let (accepted, wakeCount) = locked {
             guard !isClosed else { return (false, 0) }
             jobs.append(contentsOf: newJobs)
-            highWaterMark = max(highWaterMark, jobs.count - head)
             return (true, isClaimed ? 0 : min(newJobs.count, sleepingWorkers))
         }
         for _ in 0..<wakeCount { pthread_cond_signal(condition) }
@@ -161,9 +148,6 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
 
     /// The jobs waiting right now.
     var queuedJobCount: Int { locked { jobs.count - head } }
-
-    /// The most jobs that ever waited at once.
-    var maximumQueuedJobs: Int { locked { highWaterMark } }
 
     /// The worker threads serving the queue (a pool's readers).
     var workerCount: Int { locked { runningWorkers } }
