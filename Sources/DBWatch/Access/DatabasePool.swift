@@ -125,7 +125,7 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     /// Closes the readers, then the writer, which checkpoints and removes
-    /// the WAL file (see ``DatabaseWriter/close()``).
+    /// the WAL file, as told on ``DatabaseWriter``.
     public func close() {
         externalChangeMonitor?.stop()
         let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)

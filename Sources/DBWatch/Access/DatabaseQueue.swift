@@ -3,7 +3,8 @@
 ///
 /// Every ``write(_:)`` and ``read(_:)`` runs on the queue's own thread, one
 /// at a time. Only on an in-memory queue may a write that finds the queue
-/// idle run on the calling task's thread: a file's rollback journal may
+/// idle run on the calling task's thread (see
+/// ``Configuration/writesOnCallerThread``): a file's rollback journal may
 /// wait for another process at `COMMIT`.
 ///
 /// ```swift
@@ -84,7 +85,7 @@ public final class DatabaseQueue: DatabaseWriter {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the queue's one connection (see ``DatabaseWriter/close()``).
+    /// Closes the queue's one connection, as told on ``DatabaseWriter``.
     public func close() {
         externalChangeMonitor?.stop()
         // Queued jobs first: the refetches of commits made before the close

@@ -5,7 +5,11 @@ import Synchronization
 /// connection (see ``ConnectionThread``).
 ///
 /// Workers block on a condition variable while the queue is empty, so an
-/// idle database costs no CPU. One lock guards all the state below,
+/// idle database costs no CPU. They are raw pthread calls, not
+/// `NSCondition`: on Linux that class wraps the same calls (the thread
+/// sanitizer sees them either way), and its timed wait takes a wall-clock
+/// `Date`, which a change of the system time would move (a close's deadline
+/// is on the monotonic clock). One lock guards all the state below,
 /// including the parts that other files act on: accesses enter through
 /// ``perform(claimingIdleConnection:_:)`` (JobQueue+Perform.swift), the
 /// idle worker's connection can be lent to a caller's thread
