@@ -19,18 +19,19 @@ extension CallerThreadWriteTests {
                 configuration.closeGracePeriod = .seconds(60)
                 let database = try await makeDatabase(kind, in: directory, configuration: configuration)
                 let jobs = writerJobs(of: database)
-                let before = jobs.claimedAccessCount
+                let onCallersThread = Locked(false)
                 let claimed = Gate()
                 let release = Gate()
                 let write = Task(executorPreference: DedicatedThreadExecutor()) {
                     try await database.write { db in
+                        onCallersThread.withLock { $0 = runsInATask() }
                         claimed.open()
                         #expect(release.blockingWait())
                         try db.execute(sql: "INSERT INTO t VALUES ('claimed')")
                     }
                 }
                 await claimed.wait()
-                #expect(jobs.claimedAccessCount - before == 1)
+                #expect(onCallersThread.withLock { $0 })
                 let closed = Gate()
                 Task(executorPreference: DedicatedThreadExecutor()) {
                     database.close()
@@ -133,18 +134,19 @@ extension CallerThreadWriteTests {
     func readingASettingKeepsClaims(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
             try await database.writeWithoutTransaction { db in
                 _ = try db.fetchOne(String.self, sql: "PRAGMA journal_mode")
                 _ = try db.fetchOne(Int.self, sql: "PRAGMA busy_timeout")
                 try db.execute(sql: "PRAGMA foreign_keys = ON")
             }
             try await waitUntilIdle(database)
-            let before = jobs.claimedAccessCount
-            try await withTimeout {
-                try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+            let claimed = try await withTimeout {
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t VALUES (1)")
+                    return runsInATask()
+                }
             }
-            #expect(jobs.claimedAccessCount - before == 1)
+            #expect(claimed)
             await database.close()
         }
     }
@@ -153,8 +155,7 @@ extension CallerThreadWriteTests {
     func claimedQueuedAndHostedWritesAllLandAndTheObservationSeesTheLast(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
-            let before = jobs.claimedAccessCount
+            let claims = Locked(0)
             let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
             try await recorder.wait { $0.last?.value == 0 }
             try await withTimeout {
@@ -164,6 +165,7 @@ extension CallerThreadWriteTests {
                             for value in 0..<50 {
                                 try await database.write { db in
                                     try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [writer * 100 + value])
+                                    if runsInATask() { claims.withLock { $0 += 1 } }
                                 }
                             }
                         }
@@ -191,7 +193,7 @@ extension CallerThreadWriteTests {
             // The counts never go down: no refetch saw an older state after a newer one.
             let counts = recorder.values.compactMap(\.value)
             #expect(counts == counts.sorted())
-            #expect(jobs.claimedAccessCount > before)
+            #expect(claims.withLock { $0 } > 0)
             observing.cancel()
             await database.close()
         }
@@ -201,7 +203,6 @@ extension CallerThreadWriteTests {
     func aCommitThatFailsOnTheCallersThreadRollsBackAndLeavesTheConnectionUsable(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
             try await database.write { db in
                 try db.execute(sql: "CREATE TABLE parent (id INTEGER PRIMARY KEY)")
                 try db.execute(
@@ -210,15 +211,16 @@ extension CallerThreadWriteTests {
             let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
             try await recorder.wait { $0.last?.value == 0 }
             try await waitUntilIdle(database)
-            let before = jobs.claimedAccessCount
+            let claimed = Locked(false)
             // COMMIT itself fails: the deferred foreign key has no parent.
             await #expect(throws: SQLiteError.self) {
                 try await database.write { db in
+                    claimed.withLock { $0 = runsInATask() }
                     try db.execute(sql: "INSERT INTO t VALUES ('rolled back')")
                     try db.execute(sql: "INSERT INTO child VALUES (42)")
                 }
             }
-            #expect(jobs.claimedAccessCount - before == 1)
+            #expect(claimed.withLock { $0 })
             try await withTimeout {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('kept')") }
             }

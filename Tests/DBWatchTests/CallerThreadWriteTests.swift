@@ -47,27 +47,27 @@ struct CallerThreadWriteTests {
     func uncontendedWritesRunOnTheCallersThread(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
             let writer = try await writerThread(of: database)
-            let before = jobs.claimedAccessCount
-            let onWritersThread = try await withTimeout {
+            let (onWritersThread, onCallersThread) = try await withTimeout {
                 var onWritersThread = 0
+                var onCallersThread = 0
                 for value in 0..<100 {
-                    let thread = try await database.write { db in
+                    let (thread, inTask) = try await database.write { db in
                         try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [value])
-                        return pthread_self()
+                        return (pthread_self(), runsInATask())
                     }
                     if pthread_equal(thread, writer) != 0 { onWritersThread += 1 }
+                    if inTask { onCallersThread += 1 }
                 }
-                return onWritersThread
+                return (onWritersThread, onCallersThread)
             }
             #expect(try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 100)
             if kind == "file" {
                 // A file queue's rollback journal may wait for another process at COMMIT: never claimed.
-                #expect(jobs.claimedAccessCount == before)
+                #expect(onCallersThread == 0)
                 #expect(onWritersThread == 100)
             } else {
-                #expect(jobs.claimedAccessCount - before == 100)
+                #expect(onCallersThread == 100)
                 #expect(onWritersThread == 0)
             }
             await database.close()
@@ -84,13 +84,18 @@ struct CallerThreadWriteTests {
                 ? try DatabaseQueue(configuration: configuration)
                 : try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
             let writer = try await writerThread(of: database)
-            let threads = try await withTimeout {
+            let (threads, inTask) = try await withTimeout {
                 var threads: [pthread_t] = []
-                for _ in 0..<20 { threads.append(try await database.write { _ in pthread_self() }) }
-                return threads
+                var inTask: [Bool] = []
+                for _ in 0..<20 {
+                    let (thread, inATask) = try await database.write { _ in (pthread_self(), runsInATask()) }
+                    threads.append(thread)
+                    inTask.append(inATask)
+                }
+                return (threads, inTask)
             }
             #expect(threads.allSatisfy { pthread_equal($0, writer) != 0 })
-            #expect(writerJobs(of: database).claimedAccessCount == 0)
+            #expect(!inTask.contains(true))
             await database.close()
         }
     }
@@ -111,20 +116,19 @@ struct CallerThreadWriteTests {
                 }
             }
             await busy.wait()
-            let before = jobs.claimedAccessCount
             let queued = Task {
                 try await database.write { db in
                     try db.execute(sql: "INSERT INTO t VALUES ('second')")
-                    return pthread_self()
+                    return (pthread_self(), runsInATask())
                 }
             }
             try await waitUntil { jobs.queuedJobCount == 1 }
             release.open()
-            let thread = try await withTimeout { try await queued.value }
+            let (thread, inTask) = try await withTimeout { try await queued.value }
             try await blocker.value
             // It waited its turn on the writer's thread, after the job that was running.
             #expect(pthread_equal(thread, writer) != 0)
-            #expect(jobs.claimedAccessCount == before)
+            #expect(!inTask)
             let values = try await database.read { db in
                 try db.fetchAll(String.self, sql: "SELECT v FROM t ORDER BY rowid")
             }
@@ -138,9 +142,14 @@ struct CallerThreadWriteTests {
             // A claimed BEGIN that waited for the lock would wait longer than the test does.
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(45)
+            let lockWait = Gate()
+            let lockWaitThread = Locked<pthread_t?>(nil)
+            configuration.lockWaitWillStart = {
+                lockWaitThread.withLock { $0 = $0 ?? pthread_self() }
+                lockWait.open()
+            }
             let pool = try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
             try await pool.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
-            let jobs = writerJobs(of: pool)
             let writer = try await writerThread(of: pool)
             let other = try Database(path: directory.file("pool.sqlite"), configuration: Configuration())
             try other.execute(sql: "BEGIN IMMEDIATE")
@@ -153,7 +162,8 @@ struct CallerThreadWriteTests {
             }
             // The claimed BEGIN failed at once instead of waiting on the
             // caller's thread; the write went to the writer's thread, which waits.
-            try await waitUntil(seconds: 15) { jobs.lockWaitFallbackCount == 1 }
+            try await withTimeout(seconds: 15) { await lockWait.wait() }
+            #expect(lockWaitThread.withLock { $0 }.map { pthread_equal($0, writer) != 0 } == true)
             try other.execute(sql: "COMMIT")
             let thread = try await withTimeout { try await write.value }
             #expect(pthread_equal(thread, writer) != 0)
@@ -169,8 +179,7 @@ struct CallerThreadWriteTests {
     func cancellingTheTaskInterruptsAClaimedWrite(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
-            let before = jobs.claimedAccessCount
+            let claimed = Locked(false)
             let started = Gate()
             // The claimed write runs on the calling thread, busy until
             // cancelled: a thread of its own, so that the cases running in
@@ -178,6 +187,7 @@ struct CallerThreadWriteTests {
             let task = Task(executorPreference: DedicatedThreadExecutor()) {
                 try await database.write { db in
                     try db.execute(sql: "INSERT INTO t VALUES ('rolled back')")
+                    claimed.withLock { $0 = runsInATask() }
                     started.open()
                     return try db.fetchOne(Int.self, sql: CallerThreadWriteTests.endlessQuery)
                 }
@@ -188,11 +198,13 @@ struct CallerThreadWriteTests {
                 let result = await task.result
                 #expect(throws: CancellationError.self) { try result.get() }
             }
-            #expect(jobs.claimedAccessCount - before == 1)
+            #expect(claimed.withLock { $0 })
             // The transaction rolled back, and the connection is usable by the next claim.
-            let count = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") }
+            let (count, claimedAgain) = try await database.write { db in
+                (try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t"), runsInATask())
+            }
             #expect(count == 0)
-            #expect(jobs.claimedAccessCount - before == 2)
+            #expect(claimedAgain)
             await database.close()
         }
     }
@@ -201,24 +213,22 @@ struct CallerThreadWriteTests {
     func closingInsideAClaimedWriteCommitsItThenRefusesMore(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
-            let before = jobs.claimedAccessCount
             // Closing waits for the writer's thread, which waits for the
             // claim to end: it must not wait for the claim's own thread. The
             // claim runs on a thread of its own, so that a deadlock fails the
             // test instead of blocking a cooperative thread.
             let executor = DedicatedThreadExecutor()
-            let value = try await withTimeout {
+            let (value, claimed) = try await withTimeout {
                 try await Task(executorPreference: executor) {
                     try await database.write { db in
                         database.close()
                         try db.execute(sql: "INSERT INTO t VALUES ('last')")
-                        return 42
+                        return (42, runsInATask())
                     }
                 }.value
             }
             #expect(value == 42)
-            #expect(jobs.claimedAccessCount - before == 1)
+            #expect(claimed)
             await #expect(throws: SQLiteError.self) {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('refused')") }
             }
@@ -232,40 +242,78 @@ struct CallerThreadWriteTests {
     }
 
     /// Writes `pages` WAL pages' worth of rows, one page per row, in
-    /// transactions of 50 rows, and returns the largest WAL file seen.
-    func writeManyPages(_ pages: Int, to pool: DatabasePool, walPath: String) async throws -> Int {
+    /// transactions of 50 rows, and returns the largest WAL file seen and
+    /// how many of the writes ran on the caller's thread (in the task, not
+    /// on the `writer` thread).
+    func writeManyPages(_ pages: Int, to pool: DatabasePool, writer: pthread_t, walPath: String) async throws -> (
+        largestWAL: Int, onCallersThread: Int
+    ) {
         var largestWAL = 0
+        var onCallersThread = 0
         for _ in 0..<(pages / 50) {
-            try await pool.write { db in
+            let claimed = try await pool.write { db in
                 for _ in 0..<50 { try db.execute(sql: "INSERT INTO t VALUES (zeroblob(4000))") }
+                return runsInATask() && pthread_equal(pthread_self(), writer) == 0
             }
+            if claimed { onCallersThread += 1 }
             let size = (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0
             largestWAL = max(largestWAL, size)
         }
-        return largestWAL
+        return (largestWAL, onCallersThread)
     }
 
     @Test func checkpointsRunOnTheWritersThreadAndKeepTheWALBounded() async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let pool = try await makeDatabase("pool", in: directory) as! DatabasePool
             let walPath = directory.file("pool.sqlite-wal")
+            let writer = try await writerThread(of: pool)
             let pageSize = try await pool.read { db in try db.fetchOne(Int.self, sql: "PRAGMA page_size") } ?? 4096
             // 3,000 pages without a checkpoint would make a WAL of 3,000
             // pages; SQLite's automatic checkpoint restarts it after 1,000.
-            let largestWAL = try await withTimeout {
-                try await writeManyPages(3000, to: pool, walPath: walPath)
+            let claimed = try await withTimeout {
+                try await writeManyPages(3000, to: pool, writer: writer, walPath: walPath)
             }
-            #expect(pool.writerJobs.deferredCheckpointCount >= 2)
-            #expect(largestWAL < 1300 * pageSize)
+            #expect(claimed.onCallersThread > 0)
+            #expect(claimed.largestWAL < 1300 * pageSize)
             // Writes on the writer's own thread checkpoint there, at once.
-            let deferred = pool.writerJobs.deferredCheckpointCount
-            let largestHostedWAL = try await withTimeout {
+            let hosted = try await withTimeout {
                 try await withTaskExecutorPreference(pool.writerExecutor) {
-                    try await writeManyPages(3000, to: pool, walPath: walPath)
+                    try await writeManyPages(3000, to: pool, writer: writer, walPath: walPath)
                 }
             }
-            #expect(pool.writerJobs.deferredCheckpointCount == deferred)
-            #expect(largestHostedWAL < 1300 * pageSize)
+            #expect(hosted.onCallersThread == 0)
+            #expect(hosted.largestWAL < 1300 * pageSize)
+            try await waitUntilIdle(pool)
+            // A claimed write whose commit passes the threshold leaves the
+            // checkpoint to the writer: it waits in the writer's queue behind
+            // a job queued during the claim, which holds the writer.
+            let jobs = pool.writerJobs
+            let blocking = Gate()
+            let release = Gate()
+            let blocker = Locked<Task<Void, any Error>?>(nil)
+            let claimedCommit = try await withTimeout {
+                try await Task(executorPreference: DedicatedThreadExecutor()) {
+                    try await pool.write { db in
+                        for _ in 0..<1100 { try db.execute(sql: "INSERT INTO t VALUES (zeroblob(4000))") }
+                        blocker.withLock { blocker in
+                            blocker = Task {
+                                try await pool.writeWithoutTransaction { _ in
+                                    blocking.open()
+                                    #expect(release.blockingWait())
+                                }
+                            }
+                        }
+                        let deadline = ContinuousClock.now + .seconds(defaultTestTimeout)
+                        while jobs.queuedJobCount == 0 && ContinuousClock.now < deadline { sched_yield() }
+                        return runsInATask()
+                    }
+                }.value
+            }
+            #expect(claimedCommit)
+            await blocking.wait()
+            #expect(jobs.queuedJobCount == 1)
+            release.open()
+            _ = try await withTimeout { try await blocker.withLock { $0 }?.value }
             await pool.close()
         }
     }

@@ -22,30 +22,37 @@ struct WriterExecutorTests {
     func writesRunInlineOnTheWritersThread(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
             // A queued job runs on the connection's thread.
             let writerThread = try await database.writeWithoutTransaction { _ in pthread_self() }
-            let before = jobs.inlineAccessCount
-            let (thread, count) = try await withTimeout {
+            // Inline: in the calling task, on the connection's thread.
+            let runsInline = { @Sendable in runsInATask() && pthread_equal(pthread_self(), writerThread) != 0 }
+            let (thread, count, inline) = try await withTimeout {
                 try await withTaskExecutorPreference(database.writerExecutor) {
+                    var inline = 0
                     for value in 0..<100 {
-                        try await database.write { db in
+                        let ranInline = try await database.write { db in
                             try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: ["\(value)"])
+                            return runsInline()
                         }
+                        if ranInline { inline += 1 }
                     }
                     let thread = pthread_self()
-                    let count = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
+                    let (count, readInline) = try await database.read { db in
+                        (try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t"), runsInline())
                     }
-                    return (thread, count)
+                    return (thread, count, readInline ? inline + 1 : inline)
                 }
             }
             // The task's own code ran on the connection's thread, and so did its writes, without jobs.
             #expect(pthread_equal(thread, writerThread) != 0)
             #expect(count == 100)
-            #expect(jobs.inlineAccessCount - before == (kind == "queue" ? 101 : 100))
+            #expect(inline == (kind == "queue" ? 101 : 100))
             // Outside such a task, accesses are queued jobs as before.
-            try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('after')") }
-            #expect(jobs.inlineAccessCount - before == (kind == "queue" ? 101 : 100))
+            let afterInline = try await database.write { db in
+                try db.execute(sql: "INSERT INTO t VALUES ('after')")
+                return runsInline()
+            }
+            #expect(!afterInline)
             await database.close()
         }
     }
@@ -91,10 +98,11 @@ struct WriterExecutorTests {
     func cancellingTheTaskInterruptsItsInlineStatement(kind: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let jobs = writerJobs(of: database)
+            let inline = Locked(false)
             let started = Gate()
             let task = Task(executorPreference: database.writerExecutor) {
                 try await database.writeWithoutTransaction { db in
+                    inline.withLock { $0 = runsInATask() }
                     started.open()
                     return try db.fetchOne(Int.self, sql: WriterExecutorTests.endlessQuery)
                 }
@@ -105,7 +113,7 @@ struct WriterExecutorTests {
                 let result = await task.result
                 #expect(throws: CancellationError.self) { try result.get() }
             }
-            #expect(jobs.inlineAccessCount == 1)
+            #expect(inline.withLock { $0 })
             // The connection is usable, and no interrupt leaks into the next statement.
             let value = try await database.write { db in try db.fetchOne(Int.self, sql: "SELECT 42") }
             #expect(value == 42)

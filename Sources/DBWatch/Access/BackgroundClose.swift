@@ -1,5 +1,3 @@
-import Foundation
-
 /// Runs a database's blocking `close()` on a thread of its own for the
 /// callers of `close() async`, so that no cooperative thread waits for the
 /// grace period: one thread for all the callers waiting at a time.
@@ -21,8 +19,7 @@ final class BackgroundClose: Sendable {
                 return !state.isRunning
             }
             guard start else { return }
-            let thread = Thread { [self] in
-                nameCurrentThread(name)
+            startNamedThread(name) { [self] in
                 close()
                 let waiters = state.withLock { state in
                     state.isRunning = false
@@ -31,9 +28,6 @@ final class BackgroundClose: Sendable {
                 }
                 for waiter in waiters { waiter.resume() }
             }
-            thread.name = name
-            thread.stackSize = 1 << 20
-            thread.start()
         }
     }
 }

@@ -11,11 +11,8 @@ import Logging
 /// ```
 public struct Configuration: Sendable {
     /// Opens every connection read-only; writes fail with ``ResultCode/readOnly``.
-    /// A missing file is an error, never created. Default `false`.
-    ///
-    /// ```swift
-    /// configuration.readOnly = true   // writes throw .readOnly; a missing file throws .cannotOpen
-    /// ```
+    /// A missing file is an error (``ResultCode/cannotOpen``), never
+    /// created. Default `false`.
     public var readOnly = false
 
     /// How long a statement waits for another connection's lock before
@@ -26,25 +23,13 @@ public struct Configuration: Sendable {
     /// `CancellationError`, and opening a queue or pool throws
     /// ``ResultCode/busy``. DBWatch waits with its own busy handler, so
     /// `PRAGMA busy_timeout` reads 0; setting it replaces that handler.
-    ///
-    /// ```swift
-    /// configuration.busyTimeout = .seconds(30)   // a batch job may wait longer for the sqlite3 shell's lock
-    /// ```
     public var busyTimeout: Duration = .seconds(5)
 
     /// Enforces foreign keys (`PRAGMA foreign_keys = ON`). Default `true`.
-    ///
-    /// ```swift
-    /// configuration.foreignKeysEnabled = false   // a legacy schema whose references dangle
-    /// ```
     public var foreignKeysEnabled = true
 
     /// The number of reader connections of a ``DatabasePool``. Default 4;
     /// a value under 1 gives one reader.
-    ///
-    /// ```swift
-    /// configuration.maximumReaderCount = 8   // up to 8 pool.read calls at once
-    /// ```
     public var maximumReaderCount = 4
 
     /// Interprets paths that start with `file:` as SQLite URIs. Default
@@ -71,21 +56,12 @@ public struct Configuration: Sendable {
     /// own thread. What does run there is the closure and SQLite's work
     /// for it, so turn this off if single writes are long (a large import in
     /// one transaction) and must not hold a cooperative thread meanwhile.
-    ///
-    /// ```swift
-    /// var configuration = Configuration()
-    /// configuration.writesOnCallerThread = false   // every write on the writer's thread
-    /// ```
     public var writesOnCallerThread = true
 
     /// Detects commits by other connections and processes on a file
     /// database, so observations refresh after them too. Default `nil`
     /// (off): only writes made through this queue or pool are observed.
     /// See ``ExternalChangeDetection``.
-    ///
-    /// ```swift
-    /// configuration.externalChangeDetection = ExternalChangeDetection()   // see the sqlite3 shell's commits too
-    /// ```
     public var externalChangeDetection: ExternalChangeDetection?
 
     /// How long `close()` of ``DatabaseQueue`` and ``DatabasePool`` (and
@@ -100,30 +76,19 @@ public struct Configuration: Sendable {
     /// fails without running. Each fails with ``SQLiteError`` "database is
     /// closed" (code ``ResultCode/misuse``); a write still running is rolled
     /// back as a whole. A close with nothing running returns at once.
-    ///
-    /// ```swift
-    /// configuration.closeGracePeriod = .seconds(10)   // let a long import finish at shutdown
-    /// ```
+    /// Raise it to let a long import finish at shutdown.
     public var closeGracePeriod: Duration = .seconds(1)
 
-    /// Where DBWatch logs: debug and trace levels, except that an
-    /// observation whose fetch starts failing logs a warning (with the
-    /// request's `String(describing:)` and the error), and one that
-    /// recovers logs at info level: once per change, never per repeated
-    /// identical failure. Default: a logger labelled `dbwatch` that goes
-    /// wherever the process bootstrapped logging.
-    ///
-    /// ```swift
-    /// configuration.logger = Logger(label: "app.db")   // a swift-log Logger: import Logging
-    /// ```
+    /// Where DBWatch logs (a swift-log `Logger`: `import Logging`): debug
+    /// and trace levels, except that an observation whose fetch starts
+    /// failing logs a warning (with the request's `String(describing:)` and
+    /// the error), and one that recovers logs at info level: once per
+    /// change, never per repeated identical failure. Default: a logger
+    /// labelled `dbwatch` that goes wherever the process bootstrapped logging.
     public var logger = Logger(label: "dbwatch")
 
-    /// The default configuration: `Configuration()`.
-    ///
-    /// ```swift
-    /// var configuration = Configuration()   // busyTimeout 5 s, foreign keys on, 4 readers
-    /// configuration.busyTimeout = .seconds(2)
-    /// ```
+    /// The default configuration: 5 s busy timeout, foreign keys on, 4
+    /// readers, writes on the caller's thread when the writer is idle.
     public init() {}
 
     /// Called when a connection starts waiting for another connection's

@@ -1,22 +1,11 @@
-/// Runs Swift tasks on a connection thread, between its jobs.
+/// Runs Swift tasks on a connection thread, between its jobs: the
+/// executor behind ``DatabaseWriter/writerExecutor`` (where its use and
+/// price are told).
 ///
-/// A task that prefers this executor runs its code on the connection's own
-/// thread, and its database accesses on that connection run inline, on the
-/// spot, instead of queueing a job, suspending, waking the connection thread
-/// and waking a cooperative thread again to resume. SQLite still runs only on
-/// the connection's thread.
-///
-/// It is a serial resource: while such a task runs code that is not
-/// database work, the connection's other jobs wait. An access runs inline
-/// only when no job is waiting, so queued work is never overtaken.
-///
-/// ```swift
-/// try await withTaskExecutorPreference(pool.writerExecutor) {
-///     for line in lines {
-///         try await pool.write { db in try db.execute(sql: "INSERT INTO log (line) VALUES (?)", arguments: [line]) }
-///     }
-/// }
-/// ```
+/// A task that prefers it is queued as a job (``HostedTaskJob``); while
+/// the job runs the task, its accesses on that connection run inline (see
+/// JobQueue+HostedTasks.swift), and SQLite still runs only on the
+/// connection's thread.
 final class ConnectionExecutor: TaskExecutor {
     let queue: JobQueue
 

@@ -1,13 +1,10 @@
-import CSQLite
-import Foundation
-
 /// A dedicated thread that owns one connection and runs the jobs of a
 /// ``JobQueue``. Waits for locks and disk syncs happen here; only an idle
 /// writer's connection is lent to a caller's thread for one write (see
 /// ``JobQueue/perform(claimingIdleConnection:_:)``).
 enum ConnectionThread {
-    /// Starts a thread named `name` (at most 15 bytes: Linux's limit for
-    /// thread names) serving `queue`. `open` runs on the new thread at the
+    /// Starts a thread named `name` (see ``startNamedThread(_:_:)``)
+    /// serving `queue`. `open` runs on the new thread at the
     /// first job (or receives a connection opened by the caller), with that
     /// job's cancellation flag, so that cancelling the job ends the open's
     /// wait for a lock; an open failure fails that job (with
@@ -17,8 +14,7 @@ enum ConnectionThread {
         open: @escaping @Sendable (CancellationFlag?) throws -> Database
     ) {
         queue.workerWillStart()
-        let thread = Thread {
-            nameCurrentThread(name)
+        startNamedThread(name) {
             queue.workerDidStart()
             var database = connection?.value
             if let database { queue.connectionDidOpen(database) }
@@ -42,21 +38,5 @@ enum ConnectionThread {
             database = nil
             queue.workerDidExit()
         }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        thread.start()
     }
-}
-
-/// Moves a non-Sendable value to another thread that becomes its only user.
-struct UnsafeTransfer<Value>: @unchecked Sendable {  // the sender never touches the value again
-    let value: Value
-}
-
-/// Names the calling thread for `top -H`, `perf` and `/proc` (at most 15
-/// bytes: Linux's limit).
-func nameCurrentThread(_ name: String) {
-    #if os(Linux)
-        _ = name.withCString { dbwatch_name_current_thread($0) }
-    #endif
 }

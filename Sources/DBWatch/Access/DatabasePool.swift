@@ -1,5 +1,7 @@
 /// A file database in WAL mode: one writer connection and several reader
 /// connections that read in parallel with the writer, each on a snapshot.
+/// A write that finds the writer idle may run on the calling task's thread
+/// (see ``Configuration/writesOnCallerThread``).
 ///
 /// ```swift
 /// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite")
@@ -9,36 +11,15 @@
 /// ```
 public final class DatabasePool: DatabaseWriter {
     /// The database file path.
-    ///
-    /// ```swift
-    /// let pool = try DatabasePool(path: "/var/lib/app/db.sqlite")
-    /// pool.path   // "/var/lib/app/db.sqlite"
-    /// ```
     public let path: String
     /// The configuration the pool was opened with.
-    ///
-    /// ```swift
-    /// pool.configuration.maximumReaderCount   // 4 unless configured
-    /// ```
     public let configuration: Configuration
     let writerJobs: JobQueue
     let readerJobs = JobQueue()
     private let writerTaskExecutor: ConnectionExecutor
 
-    /// Runs a task on the writer connection's thread: its writes run there
-    /// inline, without the two thread hops of a queued job, even while
-    /// other tasks write or with ``Configuration/writesOnCallerThread`` off.
-    /// Reads still go to readers.
-    /// Meanwhile, other writes wait while the task runs code of its own;
-    /// see ``DatabaseWriter/writerExecutor``.
-    ///
-    /// ```swift
-    /// try await withTaskExecutorPreference(pool.writerExecutor) {
-    ///     for name in names {
-    ///         try await pool.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: [name]) }
-    ///     }
-    /// }
-    /// ```
+    /// The writer connection's thread: a task that prefers it runs its
+    /// writes inline there; its reads still go to the readers.
     public var writerExecutor: any TaskExecutor { writerTaskExecutor }
     /// The observations of this database, their index and their fetches.
     let observations: ObservationCenter
@@ -125,53 +106,27 @@ public final class DatabasePool: DatabaseWriter {
         close()
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer and
-    /// returns its value; rolls back and rethrows if it throws. Readers keep
-    /// reading meanwhile. When the writer is idle, it runs on the calling
-    /// task's thread with the writer's connection, without thread hops
-    /// (see ``Configuration/writesOnCallerThread``).
-    ///
-    /// ```swift
-    /// try await pool.write { db in try db.execute(sql: "UPDATE player SET score = score + 1") }
-    /// ```
+    /// On the writer connection; the readers keep reading meanwhile.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await writerJobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
-    /// Runs `body` on the writer without opening a transaction (`VACUUM`,
-    /// `PRAGMA wal_checkpoint`, scripts that manage their own transactions).
-    ///
-    /// ```swift
-    /// try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-    /// ```
+    /// On the writer's own thread, never the caller's.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
         try await writerJobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
-    /// Runs `body` on a reader connection in a transaction on one snapshot:
-    /// it sees every transaction committed before it started and none after.
-    ///
-    /// ```swift
-    /// let players = try await pool.read { db in try db.fetchAll(Player.self, sql: "SELECT * FROM player") }
-    /// ```
+    /// On a reader connection, in parallel with the writer and the other
+    /// readers: the snapshot has every transaction committed before it
+    /// started and none after.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await readerJobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes every connection after the jobs already running or queued,
-    /// and waits, for at most ``Configuration/closeGracePeriod``: then the
-    /// statements still running are interrupted, and the jobs that did not
-    /// start fail, with ``SQLiteError`` "database is closed" (a write still
-    /// running rolls back). Later calls throw ``ResultCode/misuse``
-    /// ("database is closed"), and every observation ends: its last element
-    /// is that error, after the values of commits made before the close
-    /// whose refetches ended within the grace period.
-    ///
-    /// ```swift
-    /// pool.close()
-    /// ```
+    /// Closes the readers, then the writer, which checkpoints and removes
+    /// the WAL file, as told on ``DatabaseWriter``.
     public func close() {
         externalChangeMonitor?.stop()
         let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
@@ -185,17 +140,7 @@ public final class DatabasePool: DatabaseWriter {
         observations.close()
     }
 
-    /// ``close()`` without blocking the calling task's thread: the close
-    /// runs on a thread of its own (one for all the callers closing at the
-    /// same time), and this returns when it is done, after at most
-    /// ``Configuration/closeGracePeriod`` of work left running. In an
-    /// `async` function, `pool.close()` calls this one and needs `await`.
-    /// Cancelling the calling task does not shorten it.
-    ///
-    /// ```swift
-    /// try await app.runService()   // the server stopped: its streams ended
-    /// await pool.close()
-    /// ```
+    /// ``close()`` on a thread of its own, which the calling task awaits.
     public func close() async {
         await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
     }

@@ -2,9 +2,10 @@
 /// what tests use) or a file.
 ///
 /// Every ``write(_:)`` and ``read(_:)`` runs on the queue's own thread, one
-/// at a time; on an in-memory queue, a write that finds the queue idle runs
-/// on the calling task's thread instead (see
-/// ``Configuration/writesOnCallerThread``). Cancelling the calling task interrupts the running statement.
+/// at a time. Only on an in-memory queue may a write that finds the queue
+/// idle run on the calling task's thread (see
+/// ``Configuration/writesOnCallerThread``): a file's rollback journal may
+/// wait for another process at `COMMIT`.
 ///
 /// ```swift
 /// let queue = try DatabaseQueue()   // in memory
@@ -16,16 +17,8 @@
 /// ```
 public final class DatabaseQueue: DatabaseWriter {
     /// The database path; `:memory:` for an in-memory database.
-    ///
-    /// ```swift
-    /// try DatabaseQueue().path   // ":memory:"
-    /// ```
     public let path: String
     /// The configuration the queue was opened with.
-    ///
-    /// ```swift
-    /// queue.configuration.busyTimeout   // .seconds(5) unless configured
-    /// ```
     public let configuration: Configuration
     let jobs: JobQueue
     private let taskExecutor: ConnectionExecutor
@@ -33,18 +26,8 @@ public final class DatabaseQueue: DatabaseWriter {
     let observations: ObservationCenter
     private let backgroundClose = BackgroundClose()
 
-    /// Runs a task on the queue's own thread: its reads and writes run there
-    /// inline, without the two thread hops of a queued job. Meanwhile, other
-    /// accesses wait while the task runs code of its own; see
-    /// ``DatabaseWriter/writerExecutor``.
-    ///
-    /// ```swift
-    /// try await withTaskExecutorPreference(queue.writerExecutor) {
-    ///     for name in names {
-    ///         try await queue.write { db in try db.execute(sql: "INSERT INTO player (name) VALUES (?)", arguments: [name]) }
-    ///     }
-    /// }
-    /// ```
+    /// The queue's own thread: a task that prefers it runs its reads too
+    /// inline there, not only its writes.
     public var writerExecutor: any TaskExecutor { taskExecutor }
     /// Detects other connections' commits, when configured for a file.
     let externalChangeMonitor: ExternalChangeMonitor?
@@ -85,55 +68,25 @@ public final class DatabaseQueue: DatabaseWriter {
         close()
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and returns its
-    /// value. If `body` throws, the transaction rolls back and the error is
-    /// rethrown.
-    ///
-    /// ```swift
-    /// let id = try await queue.write { db in
-    ///     try db.execute(sql: "INSERT INTO player (name) VALUES ('Barbara')")
-    ///     return db.lastInsertedRowID
-    /// }
-    /// ```
+    /// On the queue's connection; reads wait meanwhile.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await jobs.perform(claimingIdleConnection: true) { db in try db.writeJob(body) }
     }
 
-    /// Runs `body` without opening a transaction: for statements that
-    /// cannot run inside one (`VACUUM`, some `PRAGMA`s) or scripts that
-    /// manage their own.
-    ///
-    /// ```swift
-    /// try await queue.writeWithoutTransaction { db in try db.execute(sql: "VACUUM") }
-    /// ```
+    /// On the queue's own thread, never the caller's.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
         try await jobs.perform { db in try db.writeJobWithoutTransaction(body) }
     }
 
-    /// Runs `body` in a read-only transaction (`PRAGMA query_only`): writes
-    /// inside fail with ``ResultCode/readOnly``.
-    ///
-    /// ```swift
-    /// let names = try await queue.read { db in try db.fetchAll(String.self, sql: "SELECT name FROM player") }
-    /// ```
+    /// On the queue's connection, in a transaction made read-only with
+    /// `PRAGMA query_only`; writes wait meanwhile.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the connection after the jobs already running or queued, and
-    /// waits, for at most ``Configuration/closeGracePeriod``: then the
-    /// statement still running is interrupted, and the jobs that did not
-    /// start fail, with ``SQLiteError`` "database is closed" (a write still
-    /// running rolls back). Later calls throw ``ResultCode/misuse``
-    /// ("database is closed"), and every observation ends: its last element
-    /// is that error, after the values of commits made before the close
-    /// whose refetches ended within the grace period.
-    ///
-    /// ```swift
-    /// queue.close()
-    /// ```
+    /// Closes the queue's one connection, as told on ``DatabaseWriter``.
     public func close() {
         externalChangeMonitor?.stop()
         // Queued jobs first: the refetches of commits made before the close
@@ -143,17 +96,7 @@ public final class DatabaseQueue: DatabaseWriter {
         observations.close()
     }
 
-    /// ``close()`` without blocking the calling task's thread: the close
-    /// runs on a thread of its own (one for all the callers closing at the
-    /// same time), and this returns when it is done, after at most
-    /// ``Configuration/closeGracePeriod`` of work left running. In an
-    /// `async` function, `queue.close()` calls this one and needs `await`.
-    /// Cancelling the calling task does not shorten it.
-    ///
-    /// ```swift
-    /// try await app.runService()   // the server stopped: its streams ended
-    /// await queue.close()
-    /// ```
+    /// ``close()`` on a thread of its own, which the calling task awaits.
     public func close() async {
         await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
     }

@@ -1,6 +1,14 @@
 /// What ``DatabaseQueue`` and ``DatabasePool`` have in common: reads, writes
 /// and observations. Write code against it to accept either.
 ///
+/// Every access runs on a connection's own thread, where SQLite's waits for
+/// locks and disk syncs block no cooperative thread; an idle writer may
+/// lend its connection to the calling task's thread for one write instead
+/// (see ``Configuration/writesOnCallerThread``). Cancelling the calling
+/// task skips an access that has not started, and interrupts the running
+/// statement of one that has (`sqlite3_interrupt`): the access throws
+/// `CancellationError`.
+///
 /// ```swift
 /// func playerCount(in database: some DatabaseWriter) async throws -> Int {
 ///     try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0 }
@@ -11,9 +19,17 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     var path: String { get }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer
-    /// connection and returns its value; rolls back if it throws. When the
-    /// writer is idle it runs on the calling task's thread (see
+    /// connection and returns its value. If `body` throws, the transaction
+    /// rolls back and the error is rethrown. When the writer is idle it may
+    /// run on the calling task's thread (see
     /// ``Configuration/writesOnCallerThread``).
+    ///
+    /// ```swift
+    /// let id = try await database.write { db in
+    ///     try db.execute(sql: "INSERT INTO player (name) VALUES ('Barbara')")
+    ///     return db.lastInsertedRowID
+    /// }
+    /// ```
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
     /// Runs `body` on the writer connection without opening a transaction:
@@ -46,20 +62,30 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// ```
     var writerExecutor: any TaskExecutor { get }
 
-    /// Runs `body` in a read-only transaction on a consistent snapshot.
+    /// Runs `body` in a read-only transaction on a consistent snapshot:
+    /// writes inside fail with ``ResultCode/readOnly``.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T
 
-    /// Closes every connection, letting the work running or queued finish
-    /// for at most ``Configuration/closeGracePeriod``, then interrupting it;
-    /// later use throws ``ResultCode/misuse`` ("database is closed").
+    /// Closes every connection after the jobs already running or queued,
+    /// and waits, for at most ``Configuration/closeGracePeriod``: then the
+    /// statements still running are interrupted, and the jobs that did not
+    /// start fail, with ``SQLiteError`` "database is closed" (a write still
+    /// running rolls back). Later calls throw ``ResultCode/misuse``
+    /// ("database is closed"), and every observation ends: its last element
+    /// is that error, after the values of commits made before the close
+    /// whose refetches ended within the grace period. Releasing the last
+    /// reference closes too.
     func close()
 
-    /// ``close()`` without blocking the calling task's thread: it runs on a
-    /// thread of its own, and this returns when it is done. In an `async`
+    /// ``close()`` without blocking the calling task's thread: the close
+    /// runs on a thread of its own (one for all the callers closing at the
+    /// same time), and this returns when it is done. In an `async`
     /// function, `database.close()` calls this one and needs `await`.
+    /// Cancelling the calling task does not shorten it.
     ///
     /// ```swift
-    /// await database.close()   // after the server stopped
+    /// try await app.runService()   // the server stopped: its streams ended
+    /// await database.close()
     /// ```
     func close() async
 
@@ -77,9 +103,11 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// The number of running observations (identical requests count once).
     var observationCount: Int { get }
 
-    /// The number of subscriptions of all running observations (each loop
-    /// counts, also loops sharing one observation; a ``LiveQuery`` counts
-    /// as one). Zero once every loop ended.
+    /// The number of subscriptions of all running observations: each loop
+    /// over an observation counts, also when identical requests share one
+    /// observation (``observationCount`` counts those once). A
+    /// ``LiveQuery`` counts as one, whatever its own subscribers. Returns
+    /// to zero when every loop has ended: a check for leaked subscriptions.
     ///
     /// ```swift
     /// assert(database.subscriberCount == 0)   // no stream left behind
