@@ -102,52 +102,26 @@ public final class DatabaseQueue: DatabaseWriter {
     }
 
     // MARK: - Observation
+    // What each member does is documented once, on ``DatabaseWriter``.
 
-    /// Observes `request`: its current value at once, then a new value after
-    /// every commit that can change it.
-    ///
-    /// ```swift
-    /// for try await players in database.observe(TopPlayers(), options: ObservationOptions()) { … }
-    /// ```
+    /// Observes `request` on this database; see ``DatabaseWriter/observe(_:options:)``.
     public func observe<R: Queryable>(_ request: R, options: ObservationOptions) -> QueryObservation<R> {
         observations.observe(request, options: options)
     }
 
-    /// The counters of the running observation of `request`, or `nil`.
-    ///
-    /// ```swift
-    /// let fetches = database.statistics(for: TopPlayers())?.fetches
-    /// ```
+    /// See ``DatabaseWriter/statistics(for:)``.
     public func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
         observations.statistics(for: request)
     }
 
-    /// Fetches `request` once and tells which tables and columns its
-    /// observation watches.
-    ///
-    /// ```swift
-    /// let explanation = try await database.explain(TopPlayers())
-    /// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
-    /// ```
+    /// See ``DatabaseWriter/explain(_:)``.
     public func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation {
         try await observations.explain(request)
     }
 
-    /// The number of running observations (identical requests count once).
-    ///
-    /// ```swift
-    /// assert(database.observationCount == 0)
-    /// ```
+    /// See ``DatabaseWriter/observationCount``.
     public var observationCount: Int { observations.count }
 
-    /// The number of subscriptions of all running observations: each loop
-    /// over an observation counts, also when identical requests share one
-    /// observation (``observationCount`` counts those once). A
-    /// ``LiveQuery`` counts as one, whatever its own subscribers. Returns
-    /// to zero when every loop has ended: a check for leaked subscriptions.
-    ///
-    /// ```swift
-    /// assert(database.subscriberCount == 0)   // every client's stream ended
-    /// ```
+    /// See ``DatabaseWriter/subscriberCount``.
     public var subscriberCount: Int { observations.subscriberCount }
 }

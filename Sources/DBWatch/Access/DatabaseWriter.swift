@@ -97,7 +97,13 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// none runs.
     func statistics<R: Queryable>(for request: R) -> ObservationStatistics?
 
-    /// Fetches `request` once and tells what its observation watches.
+    /// Fetches `request` once and tells which tables and columns its
+    /// observation watches.
+    ///
+    /// ```swift
+    /// let explanation = try await database.explain(TopPlayers())
+    /// logger.info("\(explanation)")  // Observes main.player: columns id, name, score.
+    /// ```
     func explain<R: Queryable>(_ request: R) async throws -> QueryExplanation
 
     /// The number of running observations (identical requests count once).
