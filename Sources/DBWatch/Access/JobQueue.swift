@@ -306,7 +306,7 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     private func claimIdleConnection() -> Database? {
         locked {
             guard !isClaimed, !isClosed, head == jobs.count, sleepingWorkers > 0, let offeredDatabase,
-                offeredDatabase.commitsNeverWait
+                offeredDatabase.callerThreadAccess.commitsNeverWait
             else {
                 return nil
             }
@@ -334,10 +334,10 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// ends the claim, and queues the checkpoint that a commit left due.
     private func runClaimed<T>(on database: Database, _ body: (Database) throws -> T) async throws -> T {
         claimedAccesses.add(1, ordering: .relaxed)
-        database.runsOnCallerThread = true
+        database.callerThreadAccess.isRunning = true
         defer {
-            database.runsOnCallerThread = false
-            let checkpointIsDue = database.checkpointIsDue
+            database.callerThreadAccess.isRunning = false
+            let checkpointIsDue = database.callerThreadAccess.checkpointIsDue
             releaseClaim()
             if checkpointIsDue, push(CheckpointJob()) { deferredCheckpoints.add(1, ordering: .relaxed) }
         }

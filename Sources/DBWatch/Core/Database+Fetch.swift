@@ -37,7 +37,7 @@ extension Database {
             remaining = tail
             guard let statement else { continue }
             // The checks of `cachedStatement`, for scripts under a policy.
-            if untrustedPolicy != nil { try checkUntrusted(statement) }
+            if untrustedSQL.isActive { try checkUntrusted(statement) }
             ranAny = true
             if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)

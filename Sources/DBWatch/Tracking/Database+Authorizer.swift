@@ -16,105 +16,32 @@ extension Database {
         _ schema: UnsafePointer<CChar>?
     ) -> Int32 {
         // Only the call right after a drop may be the drop's own delete.
-        let droppedObject = authorizedDrop
-        authorizedDrop = nil
-        if untrustedPolicy != nil,
+        let droppedObject = authorizer.authorizedDrop.take()
+        if untrustedSQL.isActive,
             let refusal = UntrustedSQLPolicy.refusal(
                 action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
         {
-            lastRefusal = refusal
+            authorizer.lastRefusal = refusal
             return SQLITE_DENY
         }
-        if untrustedPolicy != nil, action == SQLITE_PRAGMA, second == nil, let first,
+        if untrustedSQL.isActive, action == SQLITE_PRAGMA, second == nil, let first,
             UntrustedSQLPolicy.readsNotMarkedReadOnly.contains(String(cString: first).lowercased())
         {
-            footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
+            authorizer.footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
         }
-        if action == SQLITE_PRAGMA || action == SQLITE_ATTACH { noteSettingThatMayWait(action, first, second) }
-        switch action {
-        case SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_TABLE, SQLITE_DROP_VIEW, SQLITE_DROP_TEMP_VIEW, SQLITE_DROP_VTABLE:
-            authorizedDrop = first.map { String(cString: $0) }
-        default:
-            break
+        if action == SQLITE_PRAGMA || action == SQLITE_ATTACH {
+            callerThreadAccess.noteSettingThatMayWait(action, first, second)
         }
-        if footprintUnderConstruction == nil {
+        if authorizer.footprintUnderConstruction == nil {
             // SQLite is preparing on its own, inside a step: a re-prepare
             // after a schema change, or a virtual table module's internal
             // statement. Collected like a prepare of ours; the step decides
             // what it was (see `statementWasReprepared`). Meanwhile the
             // change hooks cannot trust the old footprint's columns.
-            footprintUnderConstruction = StatementFootprint()
-            authorizerRanOutsidePrepare = true
+            authorizer.willCollectOutsidePrepare()
             changeCollector?.statementIsBeingReprepared()
         }
-        switch action {
-        case SQLITE_READ:
-            guard let first else { return SQLITE_OK }
-            let name = String(cString: first)
-            let column = second.map { String(cString: $0) } ?? ""
-            if column.isEmpty {
-                // The statement depends on which rows exist, not on a column
-                // (`count(*)`, `SELECT 1 FROM t`, joins on the rowid): only
-                // inserts and deletes can change it. SQLite gives no schema
-                // for `main` and `temp` tables here.
-                recordRowsRead(table: name, schema: schema.map { String(cString: $0) })
-            } else {
-                let table = TableName(name, schema: schema.map { String(cString: $0) } ?? "main")
-                footprintUnderConstruction!.reads.insert(table, columns: .columns([column.lowercased()]))
-            }
-        case SQLITE_INSERT, SQLITE_DELETE:
-            guard let first else { return SQLITE_OK }
-            let name = String(cString: first)
-            footprintUnderConstruction!.recordWrite(
-                TableName(name, schema: schema.map { String(cString: $0) } ?? "main"), columns: .all)
-            if action == SQLITE_DELETE { return deleteAnswer(first, droppedObject: droppedObject) }
-        case SQLITE_UPDATE:
-            // A statement's first use of a virtual table on a connection asks
-            // to update the schema table, and writes nothing.
-            guard let first, sqlite3_stricmp(first, "sqlite_master") != 0,
-                sqlite3_stricmp(first, "sqlite_temp_master") != 0
-            else { return SQLITE_OK }
-            let column = second.map { String(cString: $0).lowercased() }
-            footprintUnderConstruction!.recordWrite(
-                TableName(String(cString: first), schema: schema.map { String(cString: $0) } ?? "main"),
-                columns: column.map { .columns([$0]) } ?? .all)
-        case SQLITE_CREATE_INDEX, SQLITE_CREATE_TABLE, SQLITE_CREATE_TEMP_INDEX, SQLITE_CREATE_TEMP_TABLE,
-            SQLITE_CREATE_TEMP_TRIGGER, SQLITE_CREATE_TEMP_VIEW, SQLITE_CREATE_TRIGGER, SQLITE_CREATE_VIEW,
-            SQLITE_DROP_INDEX, SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_INDEX, SQLITE_DROP_TEMP_TABLE,
-            SQLITE_DROP_TEMP_TRIGGER, SQLITE_DROP_TEMP_VIEW, SQLITE_DROP_TRIGGER, SQLITE_DROP_VIEW,
-            SQLITE_ALTER_TABLE, SQLITE_CREATE_VTABLE, SQLITE_DROP_VTABLE, SQLITE_ATTACH, SQLITE_DETACH:
-            footprintUnderConstruction!.changesSchema = true
-        case SQLITE_TRANSACTION:
-            footprintUnderConstruction!.beginsOrEndsTransaction = true
-        default:
-            break
-        }
-        return SQLITE_OK
-    }
-
-    /// Records a dependency on the rows of `table` (see `ColumnSet.rows`).
-    /// Without a schema, the name is resolved after the prepare.
-    private func recordRowsRead(table name: String, schema: String?) {
-        if let schema {
-            footprintUnderConstruction!.reads.insert(Self.canonicalTable(name, schema: schema), columns: .rows)
-        } else {
-            footprintUnderConstruction!.unqualifiedRowsReads.append(name)
-        }
-    }
-
-    /// The schema table under the name SQLite gives it when a column of it
-    /// is read (`main.sqlite_master`, `temp.sqlite_temp_master`), whatever
-    /// alias the SQL used (`sqlite_schema`, `temp.sqlite_master`, …).
-    static func canonicalTable(_ name: String, schema: String?) -> TableName {
-        switch name.lowercased() {
-        case "sqlite_master", "sqlite_schema":
-            return schema?.lowercased() == "temp"
-                ? TableName("sqlite_temp_master", schema: "temp") : TableName("sqlite_master", schema: schema ?? "main")
-        case "sqlite_temp_master", "sqlite_temp_schema":
-            return TableName("sqlite_temp_master", schema: "temp")
-        default:
-            return TableName(name, schema: schema ?? "main")
-        }
+        return authorizer.record(action, first, second, schema, droppedObject: droppedObject)
     }
 
     /// Resolves the tables read without a schema as SQLite does: `temp`
@@ -125,7 +52,7 @@ extension Database {
             let table: TableName
             if name.lowercased().hasPrefix("sqlite_") {
                 // `temp` "has" sqlite_schema too: keep the aliases apart from the lookup.
-                table = Self.canonicalTable(name, schema: nil)
+                table = StatementAuthorizer.canonicalTable(name, schema: nil)
             } else {
                 let isTemp =
                     sqlite3_table_column_metadata(handle, "temp", name, nil, nil, nil, nil, nil, nil) == SQLITE_OK
@@ -156,9 +83,9 @@ extension Database {
         guard let handle else { return [] }
         // Raw C calls, with a throwaway footprint: this query's own
         // authorizer calls must not count as SQLite re-preparing on its own.
-        let outerFootprint = footprintUnderConstruction
-        footprintUnderConstruction = StatementFootprint()
-        defer { footprintUnderConstruction = outerFootprint }
+        let outerFootprint = authorizer.footprintUnderConstruction
+        authorizer.footprintUnderConstruction = StatementFootprint()
+        defer { authorizer.footprintUnderConstruction = outerFootprint }
         var statement: OpaquePointer?
         let sql = "SELECT name FROM pragma_table_xinfo(?1, ?2) WHERE hidden IN (2, 3)"
         guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
@@ -173,30 +100,6 @@ extension Database {
             if let name = sqlite3_column_text(statement, 0) { names.insert(String(cString: name).lowercased()) }
         }
         return names
-    }
-
-    /// The answer to `SQLITE_DELETE` on `table`. This is the authorizer's
-    /// only `SQLITE_IGNORE`, and SQLite asks for a delete in two places
-    /// where it means different things:
-    ///
-    /// - A `DELETE` statement (also in a trigger body, a foreign-key action,
-    ///   or the `DELETE FROM sqlite_master …` SQLite runs for a schema
-    ///   change): `SQLITE_IGNORE` disables the truncate optimization (whose
-    ///   rows would reach no hook) and the rows are still deleted.
-    /// - A drop: every `DROP` asks on the schema table, and `DROP TABLE`
-    ///   and `DROP VIEW` (temporary and virtual tables included) ask again
-    ///   on the dropped object, right after the drop's own action
-    ///   (`droppedObject`). `SQLITE_IGNORE` there skips the drop without an
-    ///   error.
-    ///
-    /// So the dropped object and SQLite's own tables (the schema tables
-    /// every drop asks about; `sqlite_sequence` and the `sqlite_stat`
-    /// tables, whose changes reach no hook anyway) get `SQLITE_OK`, every
-    /// other table `SQLITE_IGNORE`.
-    private func deleteAnswer(_ table: UnsafePointer<CChar>?, droppedObject: String?) -> Int32 {
-        guard let table else { return SQLITE_OK }
-        if let droppedObject, sqlite3_stricmp(table, droppedObject) == 0 { return SQLITE_OK }
-        return sqlite3_strnicmp(table, "sqlite_", 7) == 0 ? SQLITE_OK : SQLITE_IGNORE
     }
 }
 
