@@ -16,7 +16,7 @@ extension Database {
     public func execute(sql: String, arguments: StatementArguments = []) throws {
         if let statement = try? cachedStatement(sql: sql) {
             try statement.bind(arguments)
-            if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
+            recordReads(statement.executionRegion())
             try runToCompletion(statement)
             return
         }
@@ -39,7 +39,8 @@ extension Database {
             // The checks of `cachedStatement`, for scripts under a policy.
             if untrustedSQL.isActive { try checkUntrusted(statement) }
             ranAny = true
-            if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
+            // Bound by the consumer, not `bind`: the rowids it looks up are unknown.
+            recordReads(statement.footprint.reads)
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)
             try runToCompletion(statement)
         }
@@ -53,7 +54,7 @@ extension Database {
     func boundStatement(sql: String, arguments: StatementArguments) throws -> Statement {
         let statement = try cachedStatement(sql: sql)
         try statement.bind(arguments)
-        if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
+        recordReads(statement.executionRegion())
         return statement
     }
 

@@ -46,8 +46,8 @@ public final class Database {
     /// Collects the changes of write transactions when observations exist.
     var changeCollector: ChangeCollector?
 
-    /// While set, every statement run adds what it reads (see ``DatabaseRegion``).
-    var regionRecorder: DatabaseRegion?
+    /// While it records, every statement run adds what it reads (Tracking/RegionRecorder.swift).
+    var regionRecorder = RegionRecorder()
 
     /// The cancellation flag of the job running on this connection.
     var cancellation: CancellationFlag?
@@ -394,10 +394,7 @@ public final class Database {
         resolveUnqualifiedReads(in: &footprint)
         widenGeneratedColumnReads(in: &footprint)
         statement.didReprepare(footprint: footprint)
-        if regionRecorder != nil {
-            let region = statement.executionRegion()
-            regionRecorder!.formUnion(region)
-        }
+        recordReads(statement.executionRegion())
     }
 
     /// Steps `statement` until it is done, ignoring rows.
