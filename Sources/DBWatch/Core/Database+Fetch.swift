@@ -14,13 +14,14 @@ extension Database {
     ///     """, arguments: ["Arthur"])
     /// ```
     public func execute(sql: String, arguments: StatementArguments = []) throws {
-        if let statement = try? cachedStatement(sql: sql) {
-            try statement.bind(arguments)
-            recordReads(statement.executionRegion())
-            try runToCompletion(statement)
-            return
+        // Only SQL that holds several statements, or none, is a script: the
+        // error of a statement that fails to prepare is the one to throw.
+        guard case .statement(let statement) = try cachedStatementUnlessScript(sql: sql) else {
+            return try executeScript(sql: sql, arguments: arguments)
         }
-        try executeScript(sql: sql, arguments: arguments)
+        try statement.bind(arguments)
+        recordReads(statement.executionRegion())
+        try runToCompletion(statement)
     }
 
     /// Runs every statement of `sql` in order, without caching them.

@@ -213,25 +213,46 @@ public final class Database {
     /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
     /// ```
     public func cachedStatement(sql: String) throws -> Statement {
+        switch try cachedStatementUnlessScript(sql: sql) {
+        case .statement(let statement):
+            return statement
+        case .noStatement:
+            throw SQLiteError.misuse("the SQL holds no statement", sql: sql)
+        case .severalStatements:
+            throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
+        }
+    }
+
+    /// What ``cachedStatementUnlessScript(sql:)`` found in the SQL.
+    enum CachedSQL {
+        /// The SQL's one statement, cached.
+        case statement(Statement)
+        /// Only whitespace and comments.
+        case noStatement
+        /// A script: its statements are run by `executeScript`.
+        case severalStatements
+    }
+
+    /// The cached prepared statement for `sql` (see ``cachedStatement(sql:)``),
+    /// unless `sql` holds no statement or several; throws the error of the
+    /// prepare (of its first statement) or of the untrusted-SQL checks.
+    @inline(__always)
+    func cachedStatementUnlessScript(sql: String) throws -> CachedSQL {
         if untrustedSQL.isActive {
             if let statement = untrustedSQL.statementCache[sql], statement.isAvailable {
                 untrustedSQL.deadline = nil
-                return statement
+                return .statement(statement)
             }
         } else if let statement = statementCache[sql], statement.isAvailable {
-            return statement
+            return .statement(statement)
         }
         let handle = try openHandle()
         try Database.refuseNULCharacter(in: sql)
         let (statement, tail) = try sql.withCString { cSQL in
             try prepare(cSQL, sql: sql, handle: handle, persistent: true)
         }
-        guard let statement else {
-            throw SQLiteError.misuse("the SQL holds no statement", sql: sql)
-        }
-        if !tail.isEmpty {
-            throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
-        }
+        guard let statement else { return .noStatement }
+        if !tail.isEmpty { return .severalStatements }
         if untrustedSQL.isActive {
             try checkUntrusted(statement)
             if untrustedSQL.statementCache[sql] == nil { untrustedSQL.statementCache[sql] = statement }
@@ -239,7 +260,7 @@ public final class Database {
         } else if statementCache[sql] == nil {
             statementCache[sql] = statement
         }
-        return statement
+        return .statement(statement)
     }
 
     /// Prepares the first statement at `cSQL`. Returns it (nil for only
