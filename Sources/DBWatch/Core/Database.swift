@@ -38,7 +38,7 @@ public final class Database {
 
     private var statementCache: [String: Statement] = [:]
 
-    /// What the authorizer learns of the statement being prepared (Tracking/StatementAuthorizer.swift).
+    /// What the authorizer learns of the statement being prepared (Tracking/Authorizer/StatementAuthorizer.swift).
     var authorizer = StatementAuthorizer()
     /// The untrusted-SQL policy in force and what enforces it (UntrustedSQL/UntrustedSQLEnforcement.swift).
     var untrustedSQL = UntrustedSQLEnforcement()
@@ -396,26 +396,6 @@ public final class Database {
         if let changeCollector {
             changeCollector.statementDidFinish(statement, succeeded: code == SQLITE_OK, in: self)
         }
-    }
-
-    /// The authorizer ran during the step of `statement`. When SQLite
-    /// re-prepared `statement` (after a schema change), what the authorizer
-    /// reported meanwhile becomes its footprint, and the region being
-    /// recorded takes what the new program reads: the region recorded
-    /// before the step was the old program's. Otherwise (a virtual table's
-    /// own statement) the report is dropped. Other cached statements need
-    /// nothing: SQLite re-prepares each one at its own next step.
-    ///
-    /// Runs only after the authorizer ran outside a prepare of ours, so
-    /// a step costs one flag test as before.
-    func statementWasReprepared(_ statement: Statement) {
-        guard var footprint = authorizer.takeFootprintCollectedOutsidePrepare(), statement.wasReprepared else {
-            return
-        }
-        resolveUnqualifiedReads(in: &footprint)
-        widenGeneratedColumnReads(in: &footprint)
-        statement.didReprepare(footprint: footprint)
-        recordReads(statement.executionRegion())
     }
 
     /// Steps `statement` until it is done, ignoring rows.

@@ -17,18 +17,7 @@ extension Database {
     ) -> Int32 {
         // Only the call right after a drop may be the drop's own delete.
         let droppedObject = authorizer.authorizedDrop.take()
-        if untrustedSQL.isActive,
-            let refusal = UntrustedSQLPolicy.refusal(
-                action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
-        {
-            authorizer.lastRefusal = refusal
-            return SQLITE_DENY
-        }
-        if untrustedSQL.isActive, action == SQLITE_PRAGMA, second == nil, let first,
-            UntrustedSQLPolicy.readsNotMarkedReadOnly.contains(String(cString: first).lowercased())
-        {
-            authorizer.footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
-        }
+        if untrustedSQL.isActive, let refusal = authorizeUntrusted(action, first, second) { return refusal }
         if action == SQLITE_PRAGMA || action == SQLITE_ATTACH {
             callerThreadAccess.noteSettingThatMayWait(action, first, second)
         }
@@ -42,6 +31,26 @@ extension Database {
             changeCollector?.statementIsBeingReprepared()
         }
         return authorizer.record(action, first, second, schema, droppedObject: droppedObject)
+    }
+
+    /// The authorizer ran during the step of `statement`. When SQLite
+    /// re-prepared `statement` (after a schema change), what the authorizer
+    /// reported meanwhile becomes its footprint, and the region being
+    /// recorded takes what the new program reads: the region recorded
+    /// before the step was the old program's. Otherwise (a virtual table's
+    /// own statement) the report is dropped. Other cached statements need
+    /// nothing: SQLite re-prepares each one at its own next step.
+    ///
+    /// Runs only after the authorizer ran outside a prepare of ours, so
+    /// a step costs one flag test as before.
+    func statementWasReprepared(_ statement: Statement) {
+        guard var footprint = authorizer.takeFootprintCollectedOutsidePrepare(), statement.wasReprepared else {
+            return
+        }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
+        statement.didReprepare(footprint: footprint)
+        recordReads(statement.executionRegion())
     }
 
     /// Resolves the tables read without a schema as SQLite does: `temp`

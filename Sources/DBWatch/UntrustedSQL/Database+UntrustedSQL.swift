@@ -62,6 +62,28 @@ extension Database {
         return try body()
     }
 
+    /// The policy's part of an authorizer call: `SQLITE_DENY` for an
+    /// action it refuses (the reason kept for the error message), nil for
+    /// the authorizer to go on. Notes a pragma that only reads though SQLite
+    /// does not say so (see ``checkUntrusted(_:)``).
+    @inline(__always)
+    func authorizeUntrusted(_ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?)
+        -> Int32?
+    {
+        if let refusal = UntrustedSQLPolicy.refusal(
+            action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
+        {
+            authorizer.lastRefusal = refusal
+            return SQLITE_DENY
+        }
+        if action == SQLITE_PRAGMA, second == nil, let first,
+            UntrustedSQLPolicy.readsNotMarkedReadOnly.contains(String(cString: first).lowercased())
+        {
+            authorizer.footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
+        }
+        return nil
+    }
+
     /// Before each step under the policy: a run of `statement` starts its
     /// time and result size at its first step; once its deadline passed,
     /// throws the time limit's error. Checked here as well as in the
