@@ -275,9 +275,9 @@ public final class Database {
         let code = sqlite3_prepare_v3(
             handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
         var footprint = authorizer.didPrepare()
-        resolveUnqualifiedReads(in: &footprint)
-        if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
         guard code == SQLITE_OK else {
+            // The error is read before any other call on the connection (the
+            // footprint's lookups below would replace it with their own).
             // SQLite's parser stops at an interrupt too.
             if code & 0xFF == SQLITE_INTERRUPT, let shutdown, shutdown.isSet { throw SQLiteError.databaseClosed }
             let text = sql ?? String(cString: cSQL)
@@ -288,6 +288,8 @@ public final class Database {
             }
             throw SQLiteError(connection: handle, code: code, sql: text)
         }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
         var rest = ""
         if let tail, tail.pointee != 0 {
             rest = String(cString: tail)
