@@ -200,7 +200,8 @@ struct DiskFaultTests {
                 try await migrator.migrate(database)
             } throws: { error in
                 switch error {
-                case MigrationError.statementFailed(_, _, _, let error): error.primaryCode == .full
+                case let error as MigrationError where error.code == .statementFailed:
+                    error.sqliteError?.primaryCode == .full
                 case let error as SQLiteError: error.primaryCode == .full
                 default: false
                 }

@@ -17,6 +17,25 @@ struct ErrorTests {
         }
     }
 
+    /// A statement that fails to prepare throws SQLite's message. Here the
+    /// trigger's body reads rows of `t` before it fails: the lookup that
+    /// gives such a table its schema ran before the error was read, and its
+    /// own message ("no such table column: t.") replaced SQLite's.
+    @Test func aFailedPrepareKeepsSQLitesMessage() async throws {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (a); CREATE TABLE u (a)")
+            try db.execute(
+                sql: "CREATE TRIGGER tr AFTER INSERT ON u BEGIN SELECT count(*) FROM t; SELECT * FROM missing; END")
+        }
+        let error = await #expect(throws: SQLiteError.self) {
+            try await queue.write { db in try db.execute(sql: "INSERT INTO u VALUES (1)") }
+        }
+        #expect(error?.code == .error)
+        #expect(error?.message == "no such table: main.missing")
+        #expect(error?.sql == "INSERT INTO u VALUES (1)")
+    }
+
     @Test func extendedCodesMatchInCatch() async throws {
         let queue = try await makePlayerQueue()
         try await queue.write { db in try db.execute(sql: "INSERT INTO player (id, name) VALUES (1, 'a')") }

@@ -60,6 +60,36 @@ struct LockWaitTests {
         }
     }
 
+    /// A statement that fails to prepare while another connection holds the
+    /// file locked: SQLite checks whether the schema changed, which waits
+    /// for the lock. `execute` then prepared it a second time as a script,
+    /// which waited again (twice the busy timeout), and whose error would
+    /// have been the one thrown had the two differed. A rollback-journal
+    /// file: in WAL mode the lock would not stop that check.
+    @Test func aStatementThatFailsToPrepareWaitsOnceAndThrowsItsOwnError() async throws {
+        try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
+            let path = directory.file("db.sqlite")
+            let waits = Locked(0)
+            var configuration = Configuration()
+            configuration.busyTimeout = .milliseconds(50)
+            configuration.lockWaitWillStart = { waits.withLock { $0 += 1 } }
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+            let holder = try Database(path: path, configuration: Configuration())
+            try holder.execute(sql: "BEGIN EXCLUSIVE")
+            let error = try await withTimeout {
+                await #expect(throws: SQLiteError.self) {
+                    try await queue.writeWithoutTransaction { db in try db.execute(sql: "SELECT v FROM missing") }
+                }
+            }
+            #expect(error?.message == "no such table: missing")
+            #expect(error?.sql == "SELECT v FROM missing")
+            #expect(waits.withLock { $0 } == 1, "the failed statement waited for the lock more than once")
+            holder.close()
+            await queue.close()
+        }
+    }
+
     @Test(arguments: ["read", "write"])
     func cancellingEndsTheWaitAtOnce(access: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in

@@ -52,8 +52,8 @@ struct MigrationLoadingTests {
             #expect {
                 try Migrator(directory: path)
             } throws: { error in
-                guard case MigrationError.invalidFileName(let name) = error else { return false }
-                return name == fileName
+                guard let error = error as? MigrationError, error.code == .invalidFileName else { return false }
+                return error.fileName == fileName
             }
         }
     }
@@ -64,12 +64,12 @@ struct MigrationLoadingTests {
                 "0001_a.sql": "SELECT 1;", "0002_b.sql": "SELECT 1;", "00002_c.sql": "SELECT 1;",
             ])
             let error = try #require(throws: MigrationError.self) { try Migrator(directory: path) }
-            guard case .duplicateNumber(let number, let fileNames) = error else {
+            guard error.code == .duplicateNumber else {
                 Issue.record("unexpected \(error)")
                 return
             }
-            #expect(number == 2)
-            #expect(fileNames == ["00002_c.sql", "0002_b.sql"])
+            #expect(error.number == 2)
+            #expect(error.fileNames == ["00002_c.sql", "0002_b.sql"])
             #expect(error.description.contains("0002_b.sql"))
         }
     }
@@ -82,12 +82,12 @@ struct MigrationLoadingTests {
     func rejectsGaps(numbers: [Int], missing: ClosedRange<Int>, next: String) async throws {
         let migrations = numbers.map { Migration(number: $0, name: "m", sql: "SELECT 1;") }
         let error = try #require(throws: MigrationError.self) { try Migrator(migrations: migrations) }
-        guard case .gap(let reportedMissing, let reportedNext) = error else {
+        guard error.code == .gap else {
             Issue.record("unexpected \(error)")
             return
         }
-        #expect(reportedMissing == missing)
-        #expect(reportedNext == next)
+        #expect(error.missingNumbers == missing)
+        #expect(error.fileName == next)
         #expect(error.description.contains(next))
     }
 
@@ -97,8 +97,8 @@ struct MigrationLoadingTests {
             #expect {
                 try Migrator(directory: path)
             } throws: { error in
-                guard case MigrationError.gap(let missing, let next) = error else { return false }
-                return missing == 2...2 && next == "0003_c.sql"
+                guard let error = error as? MigrationError, error.code == .gap else { return false }
+                return error.missingNumbers == 2...2 && error.fileName == "0003_c.sql"
             }
         }
     }
@@ -108,8 +108,8 @@ struct MigrationLoadingTests {
             #expect {
                 try Migrator(directory: directory.file("nowhere"))
             } throws: { error in
-                guard case MigrationError.unreadable(let path, _) = error else { return false }
-                return path == directory.file("nowhere")
+                guard let error = error as? MigrationError, error.code == .unreadable else { return false }
+                return error.path == directory.file("nowhere")
             }
             let path = try directory.migrationDirectory([:], named: "latin1")
             try Data([0x53, 0x45, 0x4C, 0x45, 0x43, 0x54, 0x20, 0x27, 0xE9, 0x27, 0x3B])  // SELECT 'é'; in Latin-1
@@ -117,8 +117,8 @@ struct MigrationLoadingTests {
             #expect {
                 try Migrator(directory: path)
             } throws: { error in
-                guard case MigrationError.invalidEncoding(let file) = error else { return false }
-                return file.hasSuffix("0001_latin1.sql")
+                guard let error = error as? MigrationError, error.code == .invalidEncoding else { return false }
+                return error.path?.hasSuffix("0001_latin1.sql") == true
             }
             // Without read permission (root reads everything, so only as another user).
             if getuid() != 0 {
@@ -127,8 +127,8 @@ struct MigrationLoadingTests {
                 #expect {
                     try Migrator(directory: locked)
                 } throws: { error in
-                    guard case MigrationError.unreadable(_, let reason) = error else { return false }
-                    return reason == "Permission denied"
+                    guard let error = error as? MigrationError, error.code == .unreadable else { return false }
+                    return error.reason == "Permission denied"
                 }
             }
         }
@@ -157,12 +157,12 @@ struct MigrationLoadingTests {
                         return error
                     }
                 }
-                guard case .unreadable(let file, let reason) = outcome else {
+                guard let outcome, outcome.code == .unreadable else {
                     Issue.record("\(name): \(String(describing: outcome))")
                     continue
                 }
-                #expect(file == path + "/" + name)
-                #expect(reason == "not a regular file")
+                #expect(outcome.path == path + "/" + name)
+                #expect(outcome.reason == "not a regular file")
             }
         }
     }
@@ -190,22 +190,41 @@ struct MigrationLoadingTests {
         #expect {
             try Migrator(migrations: [Migration(number: 0, name: "zero", sql: "")])
         } throws: { error in
-            guard case MigrationError.invalidFileName(let name) = error else { return false }
-            return name == "0000_zero.sql"
+            guard let error = error as? MigrationError, error.code == .invalidFileName else { return false }
+            return error.fileName == "0000_zero.sql"
         }
         #expect {
             try Migrator(migrations: [Migration(number: 1, name: "has space", sql: "")])
         } throws: { error in
-            guard case MigrationError.invalidFileName = error else { return false }
-            return true
+            MigrationError.Code.invalidFileName ~= error
         }
         #expect {
             try Migrator(migrations: [
                 Migration(number: 1, name: "a", sql: ""), Migration(number: 1, name: "b", sql: ""),
             ])
         } throws: { error in
-            guard case MigrationError.duplicateNumber(1, let fileNames) = error else { return false }
-            return fileNames == ["0001_a.sql", "0001_b.sql"]
+            guard let error = error as? MigrationError, error.code == .duplicateNumber, error.number == 1 else {
+                return false
+            }
+            return error.fileNames == ["0001_a.sql", "0001_b.sql"]
         }
     }
+
+    /// A migration error is matched by its code: in a `catch` clause, or
+    /// compared; a code's description is its name.
+    @Test func errorsMatchTheirCodeInCatchClauses() throws {
+        do {
+            _ = try Migrator(migrations: [Migration(number: 2, name: "b", sql: "")])
+            Issue.record("expected a gap")
+        } catch MigrationError.Code.invalidFileName {
+            Issue.record("matched another code")
+        } catch MigrationError.Code.gap {
+            #expect(!(MigrationError.Code.gap ~= SQLiteError(code: .error)))
+        }
+        let error = MigrationError.gap(missing: 1...1, next: "0002_b.sql")
+        #expect(error.code == .gap && error.code != .duplicateNumber)
+        #expect(error.number == nil && error.missingNumbers == 1...1 && error.fileName == "0002_b.sql")
+        #expect(MigrationError.Code.gap.description == "gap")
+    }
+
 }

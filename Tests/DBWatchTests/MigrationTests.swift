@@ -87,13 +87,13 @@ struct MigrationTests {
         let queue = try DatabaseQueue()
 
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .statementFailed(let fileName, let line, let statement, let sqliteError) = error else {
+        guard error.code == .statementFailed, let sqliteError = error.sqliteError else {
             Issue.record("unexpected \(error)")
             return
         }
-        #expect(fileName == "0002_create_player.sql")
-        #expect(line == 6)
-        #expect(statement == "INSERT INTO players (name)\nVALUES ('Barbara');")
+        #expect(error.fileName == "0002_create_player.sql")
+        #expect(error.line == 6)
+        #expect(error.statement == "INSERT INTO players (name)\nVALUES ('Barbara');")
         #expect(sqliteError.code == .error)
         #expect(sqliteError.message == "no such table: players")
         #expect(error.description.contains("0002_create_player.sql"))
@@ -120,7 +120,9 @@ struct MigrationTests {
         ])
         let queue = try DatabaseQueue()
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .statementFailed(_, 2, "CREATE TABLE a (y);", let sqliteError) = error else {
+        guard error.code == .statementFailed, error.line == 2, error.statement == "CREATE TABLE a (y);",
+            let sqliteError = error.sqliteError
+        else {
             Issue.record("unexpected \(error)")
             return
         }
@@ -135,7 +137,7 @@ struct MigrationTests {
         ])
         let queue = try DatabaseQueue()
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .statementFailed(_, _, _, let sqliteError) = error else {
+        guard error.code == .statementFailed, let sqliteError = error.sqliteError else {
             Issue.record("unexpected \(error)")
             return
         }
@@ -155,12 +157,12 @@ struct MigrationTests {
                 """)
         let migrator = try Migrator(migrations: [Self.first, Self.second, orphan])
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .foreignKeyViolation(let fileName, let tables) = error else {
+        guard error.code == .foreignKeyViolation else {
             Issue.record("unexpected \(error)")
             return
         }
-        #expect(fileName == "0003_orphan.sql")
-        #expect(tables == ["player"])
+        #expect(error.fileName == "0003_orphan.sql")
+        #expect(error.tables == ["player"])
         #expect(error.description.contains("player"))
         #expect(try await recordedMigrationNumbers(in: queue) == [1, 2])
         #expect(try await schemaObjectNames(in: queue) == ["dbwatch_migrations", "player", "team"])
@@ -182,7 +184,8 @@ struct MigrationTests {
                     """),
         ])
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .foreignKeyViolation("0002_deferred.sql", ["membership"]) = error else {
+        guard error.code == .foreignKeyViolation, error.fileName == "0002_deferred.sql", error.tables == ["membership"]
+        else {
             Issue.record("unexpected \(error)")
             return
         }
@@ -219,12 +222,12 @@ struct MigrationTests {
                         _ = try await migrator.dryRun(queue)
                     }
                 }
-                guard case .historyMismatch(let changed, let unknown) = error else {
+                guard error.code == .historyMismatch else {
                     Issue.record("unexpected \(error)")
                     return
                 }
-                #expect(changed.map(\.fileName) == ["0002_create_player.sql"])
-                #expect(unknown.isEmpty)
+                #expect(error.changedMigrations.map(\.fileName) == ["0002_create_player.sql"])
+                #expect(error.unknownMigrations.isEmpty)
                 #expect(error.description.contains("0002_create_player.sql"))
             }
             // Nothing was applied: migration 3 is still pending.
@@ -244,14 +247,14 @@ struct MigrationTests {
         #expect(status.pending.isEmpty && status.changed.isEmpty)
 
         let error = try await #require(throws: MigrationError.self) { try await older.migrate(queue) }
-        guard case .historyMismatch(let changed, let unknown) = error else {
+        guard error.code == .historyMismatch else {
             Issue.record("unexpected \(error)")
             return
         }
-        #expect(changed.isEmpty)
-        #expect(unknown.map(\.number) == [3])
-        #expect(unknown.first?.name == "create_game")
-        #expect(unknown.first?.checksum == Self.third.checksum)
+        #expect(error.changedMigrations.isEmpty)
+        #expect(error.unknownMigrations.map(\.number) == [3])
+        #expect(error.unknownMigrations.first?.name == "create_game")
+        #expect(error.unknownMigrations.first?.checksum == Self.third.checksum)
         #expect(error.description.contains("0003_create_game.sql"))
     }
 
@@ -274,7 +277,9 @@ struct MigrationTests {
         #expect(status.pending == [Self.third])
         #expect(status.unknown.map(\.description) == ["0009_future.sql (applied 2030-01-01T00:00:00.000Z)"])
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .historyMismatch([edited], let unknown) = error, unknown.map(\.number) == [9] else {
+        guard error.code == .historyMismatch, error.changedMigrations == [edited],
+            error.unknownMigrations.map(\.number) == [9]
+        else {
             Issue.record("unexpected \(error)")
             return
         }
@@ -300,7 +305,7 @@ struct MigrationTests {
                     _ = try await Self.migrator.migrate(queue)
                 }
             }
-            guard case .invalidHistory = error else {
+            guard error.code == .invalidHistory else {
                 Issue.record("unexpected \(error)")
                 return
             }
@@ -319,8 +324,8 @@ struct MigrationTests {
         await #expect {
             try await Self.migrator.migrate(queue, upTo: 7)
         } throws: { error in
-            guard case MigrationError.noSuchMigration(7) = error else { return false }
-            return true
+            guard let error = error as? MigrationError, error.code == .noSuchMigration else { return false }
+            return error.number == 7
         }
         #expect(try await Self.migrator.migrate(queue, upTo: 3).map(\.number) == [3])
     }
@@ -343,7 +348,9 @@ struct MigrationTests {
                 number: 1, name: "own_transaction", sql: "CREATE TABLE a (x);\nBEGIN;\nCREATE TABLE b (y);\nCOMMIT;\n")
         ])
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .statementFailed("0001_own_transaction.sql", 2, "BEGIN;", let sqliteError) = error else {
+        guard error.code == .statementFailed, error.fileName == "0001_own_transaction.sql", error.line == 2,
+            error.statement == "BEGIN;", let sqliteError = error.sqliteError
+        else {
             Issue.record("unexpected \(error)")
             return
         }
@@ -546,7 +553,8 @@ struct MigrationTests {
         #expect(lossy.sql != Self.rebuildTeam.sql)
         let migrator = try Migrator(migrations: [Self.first, Self.second, lossy])
         let error = try await #require(throws: MigrationError.self) { try await migrator.migrate(queue) }
-        guard case .foreignKeyViolation("0003_rebuild_team.sql", ["player"]) = error else {
+        guard error.code == .foreignKeyViolation, error.fileName == "0003_rebuild_team.sql", error.tables == ["player"]
+        else {
             Issue.record("unexpected \(error)")
             return
         }

@@ -21,13 +21,13 @@ extension Database {
     /// ``LockWaitRefused`` instead of waiting for a lock.
     @inline(__always)
     func begin(_ kind: TransactionKind) throws {
-        guard runsOnCallerThread else { return try execute(sql: Database.beginStatement(kind)) }
+        guard callerThreadAccess.isRunning else { return try execute(sql: Database.beginStatement(kind)) }
         try beginWithoutWaiting(kind)
     }
 
     private func beginWithoutWaiting(_ kind: TransactionKind) throws {
-        waitsForLocks = false
-        defer { waitsForLocks = true }
+        lockWaits.isAllowed = false
+        defer { lockWaits.isAllowed = true }
         do {
             try execute(sql: Database.beginStatement(kind))
         } catch ResultCode.busy {
@@ -43,45 +43,22 @@ extension Database {
         let handle = try openHandle()
         sqlite3_wal_hook(handle, walHook, Unmanaged.passUnretained(self).toOpaque())
         // The pool's own `journal_mode = WAL` and `synchronous = NORMAL` are what claims rely on.
-        commitsNeverWait = true
-    }
-
-    /// Called by the authorizer for `PRAGMA` and `ATTACH`: a statement after
-    /// which a `COMMIT` may wait for a lock or a disk sync, or that a claimed
-    /// `BEGIN` would undo, stops claims of this connection for good. An
-    /// attached file has a journal and locks of its own; `journal_mode` and
-    /// `synchronous` change what a commit syncs and waits for;
-    /// `wal_autocheckpoint` replaces the hook that defers checkpoints with
-    /// SQLite's, which checkpoints at `COMMIT`; `busy_timeout` replaces the
-    /// busy handler that lets a claimed `BEGIN` fail at once instead of
-    /// waiting (Database+LockWaits.swift); `locking_mode` changes which locks a
-    /// commit takes. Reading a setting (no value) changes nothing.
-    func noteSettingThatMayWait(_ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?) {
-        guard commitsNeverWait else { return }
-        if action == SQLITE_ATTACH {
-            commitsNeverWait = false
-            return
-        }
-        guard let first, second != nil else { return }
-        for pragma in ["journal_mode", "synchronous", "wal_autocheckpoint", "busy_timeout", "locking_mode"]
-        where sqlite3_stricmp(first, pragma) == 0 {
-            commitsNeverWait = false
-        }
+        callerThreadAccess.commitsNeverWait = true
     }
 
     /// A passive checkpoint (it never waits for readers), if a commit on a
     /// caller's thread left one due. Its failure is not an error of any
     /// access, as with SQLite's automatic checkpoint.
     func checkpointIfDue() {
-        guard checkpointIsDue, let handle else { return }
-        checkpointIsDue = false
+        guard callerThreadAccess.checkpointIsDue, let handle else { return }
+        callerThreadAccess.checkpointIsDue = false
         checkpoint(handle)
     }
 
     fileprivate func walDidGrow(to pages: Int32) {
         guard pages >= Database.autoCheckpointPages, let handle else { return }
-        if runsOnCallerThread {
-            checkpointIsDue = true
+        if callerThreadAccess.isRunning {
+            callerThreadAccess.checkpointIsDue = true
         } else {
             checkpoint(handle)
         }

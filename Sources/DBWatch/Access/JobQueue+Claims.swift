@@ -12,7 +12,7 @@ extension JobQueue {
     func claimIdleConnection() -> Database? {
         locked {
             guard !isClaimed, !isClosed, hasNoQueuedJob, sleepingWorkers > 0, let offeredDatabase,
-                offeredDatabase.commitsNeverWait
+                offeredDatabase.callerThreadAccess.commitsNeverWait
             else {
                 return nil
             }
@@ -39,10 +39,10 @@ extension JobQueue {
     /// Runs `body` on the calling thread with the claimed `database`, then
     /// ends the claim, and queues the checkpoint that a commit left due.
     func runClaimed<T>(on database: Database, _ body: (Database) throws -> T) async throws -> T {
-        database.runsOnCallerThread = true
+        database.callerThreadAccess.isRunning = true
         defer {
-            database.runsOnCallerThread = false
-            let checkpointIsDue = database.checkpointIsDue
+            database.callerThreadAccess.isRunning = false
+            let checkpointIsDue = database.callerThreadAccess.checkpointIsDue
             releaseClaim()
             if checkpointIsDue { _ = push(CheckpointJob()) }
         }

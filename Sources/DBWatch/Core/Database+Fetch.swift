@@ -14,13 +14,14 @@ extension Database {
     ///     """, arguments: ["Arthur"])
     /// ```
     public func execute(sql: String, arguments: StatementArguments = []) throws {
-        if let statement = try? cachedStatement(sql: sql) {
-            try statement.bind(arguments)
-            if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
-            try runToCompletion(statement)
-            return
+        // Only SQL that holds several statements, or none, is a script: the
+        // error of a statement that fails to prepare is the one to throw.
+        guard case .statement(let statement) = try cachedStatementUnlessScript(sql: sql) else {
+            return try executeScript(sql: sql, arguments: arguments)
         }
-        try executeScript(sql: sql, arguments: arguments)
+        try statement.bind(arguments)
+        recordReads(statement.executionRegion())
+        try runToCompletion(statement)
     }
 
     /// Runs every statement of `sql` in order, without caching them.
@@ -37,9 +38,10 @@ extension Database {
             remaining = tail
             guard let statement else { continue }
             // The checks of `cachedStatement`, for scripts under a policy.
-            if untrustedPolicy != nil { try checkUntrusted(statement) }
+            if untrustedSQL.isActive { try checkUntrusted(statement) }
             ranAny = true
-            if regionRecorder != nil { regionRecorder!.formUnion(statement.footprint.reads) }
+            // Bound by the consumer, not `bind`: the rowids it looks up are unknown.
+            recordReads(statement.footprint.reads)
             try consumer.bind(statement.handle, sql: statement.sql, isLastStatement: tail.isEmpty)
             try runToCompletion(statement)
         }
@@ -53,7 +55,7 @@ extension Database {
     func boundStatement(sql: String, arguments: StatementArguments) throws -> Statement {
         let statement = try cachedStatement(sql: sql)
         try statement.bind(arguments)
-        if regionRecorder != nil { regionRecorder!.formUnion(statement.executionRegion()) }
+        recordReads(statement.executionRegion())
         return statement
     }
 

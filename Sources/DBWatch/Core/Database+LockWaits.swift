@@ -29,14 +29,14 @@ extension Database {
     /// all the waits of a step): the work a statement does between two waits
     /// (its RESERVED lock, then its commit's EXCLUSIVE one) does not count.
     fileprivate func retriesLock(afterAttempt attempt: Int32) -> Bool {
-        guard waitsForLocks, !waitIsCancelled, !isShuttingDown else { return false }
+        guard lockWaits.isAllowed, !waitIsCancelled, !isShuttingDown else { return false }
         let limit = Duration.milliseconds(configuration.busyTimeoutMilliseconds)
         guard limit > .zero else { return false }
         if attempt == 0 {
-            lockWaited = .zero
+            lockWaits.waitedInStep = .zero
             configuration.lockWaitWillStart?()
         }
-        let remaining = limit - lockWaited
+        let remaining = limit - lockWaits.waitedInStep
         guard remaining > .zero else { return false }
         let step = Database.lockWaitSteps[min(Int(attempt), Database.lockWaitSteps.count - 1)]
         let (seconds, attoseconds) = min(step, remaining).components
@@ -45,7 +45,7 @@ extension Database {
         let clock = ContinuousClock()
         let start = clock.now
         while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
-        lockWaited += clock.now - start
+        lockWaits.waitedInStep += clock.now - start
         return !waitIsCancelled && !isShuttingDown
     }
 

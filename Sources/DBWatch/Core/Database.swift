@@ -38,41 +38,16 @@ public final class Database {
 
     private var statementCache: [String: Statement] = [:]
 
-    // Authorizer state (see Database+Authorizer.swift).
-    /// The footprint being collected by the authorizer during our own
-    /// prepare, or during one that SQLite runs by itself inside a step.
-    var footprintUnderConstruction: StatementFootprint?
-    /// The authorizer ran outside our prepare, inside a step: SQLite
-    /// re-prepared the stepped statement after a schema change (or a virtual
-    /// table module prepared a statement of its own). What it reported is
-    /// in `footprintUnderConstruction`; `statementWasReprepared` sorts it out
-    /// after the step.
-    var authorizerRanOutsidePrepare = false
-    /// The table, view or virtual table whose drop the authorizer allowed on
-    /// its previous call: SQLite asks `SQLITE_DELETE` on it next, for the
-    /// drop itself (see `deleteAnswer`).
-    var authorizedDrop: String?
-    /// Set inside ``withUntrustedSQL(_:_:)``: the authorizer refuses all but reads.
-    var untrustedPolicy: UntrustedSQLPolicy?
-    /// When the statement running under the policy must stop.
-    var untrustedDeadline: ContinuousClock.Instant?
-    var untrustedTimeLimitExceeded = false
-    /// The guards of costly built-in functions, installed by the first policy.
-    var untrustedFunctions: UntrustedSQLFunctions?
-    /// What the temporary files opened under the policy may hold (see
-    /// `DBWatchVFS.h`), created by the first policy; its files hold
-    /// references of their own, so it outlives the connection if they do.
-    var temporaryStorageBudget: OpaquePointer?
-    /// Why the authorizer last refused an action, for the error message.
-    var lastRefusal: String?
-    /// Statements prepared under the untrusted policy, cached apart.
-    private var untrustedStatementCache: [String: Statement] = [:]
+    /// What the authorizer learns of the statement being prepared (Tracking/Authorizer/StatementAuthorizer.swift).
+    var authorizer = StatementAuthorizer()
+    /// The untrusted-SQL policy in force and what enforces it (UntrustedSQL/UntrustedSQLEnforcement.swift).
+    var untrustedSQL = UntrustedSQLEnforcement()
 
     /// Collects the changes of write transactions when observations exist.
     var changeCollector: ChangeCollector?
 
-    /// While set, every statement run adds what it reads (see ``DatabaseRegion``).
-    var regionRecorder: DatabaseRegion?
+    /// While it records, every statement run adds what it reads (Tracking/RegionRecorder.swift).
+    var regionRecorder = RegionRecorder()
 
     /// The cancellation flag of the job running on this connection.
     var cancellation: CancellationFlag?
@@ -89,21 +64,12 @@ public final class Database {
     /// transaction, so `BEGIN`, `COMMIT` and `ROLLBACK` in SQL are refused.
     var ownsTransaction = false
 
-    /// Set while an access runs on a caller's thread instead of the
-    /// connection's own (see Database+CallerThread.swift).
-    var runsOnCallerThread = false
-    /// A commit on a caller's thread left a WAL checkpoint to run.
-    var checkpointIsDue = false
-    /// Cleared while another connection's lock must fail at once instead of
-    /// being waited for (see Database+LockWaits.swift).
-    var waitsForLocks = true
-    /// How long the current statement step has slept waiting for another
-    /// connection's lock (see Database+LockWaits.swift).
-    var lockWaited: Duration = .zero
-    /// Whether the connection's commits still wait for nothing, so that a
-    /// caller's thread may run its writes: cleared for good by a statement
-    /// that changes that (see ``noteSettingThatMayWait(_:_:_:)``).
-    var commitsNeverWait = true
+    /// Whether an access runs on a caller's thread, and what its commits
+    /// may do there (Access/CallerThreadAccess.swift).
+    var callerThreadAccess = CallerThreadAccess()
+    /// Whether the connection may wait for another connection's lock, and
+    /// how long its step waited (Core/LockWaitState.swift).
+    var lockWaits = LockWaitState()
 
     /// Opens a connection.
     ///
@@ -179,7 +145,7 @@ public final class Database {
 
     deinit {
         close()
-        dbwatch_temp_budget_release(temporaryStorageBudget)
+        dbwatch_temp_budget_release(untrustedSQL.temporaryStorageBudget)
     }
 
     /// Whether the connection is closed (its queue or pool was closed).
@@ -193,7 +159,7 @@ public final class Database {
     func close() {
         guard let handle else { return }
         statementCache.removeAll()
-        untrustedStatementCache.removeAll()
+        untrustedSQL.statementCache.removeAll()
         // Uninstalling also drops the collector's reference to the last
         // statement: an unfinalized statement would keep the connection open.
         changeCollector?.uninstall(from: handle)
@@ -217,8 +183,8 @@ public final class Database {
     /// leaves nothing there to read. It does not wait for other connections'
     /// locks: a close never blocks on them.
     private func emptyWALOfMovedFile(_ handle: OpaquePointer) {
-        waitsForLocks = false
-        defer { waitsForLocks = true }
+        lockWaits.isAllowed = false
+        defer { lockWaits.isAllowed = true }
         let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
         if code != SQLITE_OK {
             logger.debug(
@@ -247,33 +213,54 @@ public final class Database {
     /// let statement = try db.cachedStatement(sql: "SELECT * FROM player WHERE id = ?")
     /// ```
     public func cachedStatement(sql: String) throws -> Statement {
-        if untrustedPolicy != nil {
-            if let statement = untrustedStatementCache[sql], statement.isAvailable {
-                untrustedDeadline = nil
-                return statement
+        switch try cachedStatementUnlessScript(sql: sql) {
+        case .statement(let statement):
+            return statement
+        case .noStatement:
+            throw SQLiteError.misuse("the SQL holds no statement", sql: sql)
+        case .severalStatements:
+            throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
+        }
+    }
+
+    /// What ``cachedStatementUnlessScript(sql:)`` found in the SQL.
+    enum CachedSQL {
+        /// The SQL's one statement, cached.
+        case statement(Statement)
+        /// Only whitespace and comments.
+        case noStatement
+        /// A script: its statements are run by `executeScript`.
+        case severalStatements
+    }
+
+    /// The cached prepared statement for `sql` (see ``cachedStatement(sql:)``),
+    /// unless `sql` holds no statement or several; throws the error of the
+    /// prepare (of its first statement) or of the untrusted-SQL checks.
+    @inline(__always)
+    func cachedStatementUnlessScript(sql: String) throws -> CachedSQL {
+        if untrustedSQL.isActive {
+            if let statement = untrustedSQL.statementCache[sql], statement.isAvailable {
+                untrustedSQL.deadline = nil
+                return .statement(statement)
             }
         } else if let statement = statementCache[sql], statement.isAvailable {
-            return statement
+            return .statement(statement)
         }
         let handle = try openHandle()
         try Database.refuseNULCharacter(in: sql)
         let (statement, tail) = try sql.withCString { cSQL in
             try prepare(cSQL, sql: sql, handle: handle, persistent: true)
         }
-        guard let statement else {
-            throw SQLiteError.misuse("the SQL holds no statement", sql: sql)
-        }
-        if !tail.isEmpty {
-            throw SQLiteError.misuse("the SQL holds more than one statement; use execute(sql:) for scripts", sql: sql)
-        }
-        if untrustedPolicy != nil {
+        guard let statement else { return .noStatement }
+        if !tail.isEmpty { return .severalStatements }
+        if untrustedSQL.isActive {
             try checkUntrusted(statement)
-            if untrustedStatementCache[sql] == nil { untrustedStatementCache[sql] = statement }
-            untrustedDeadline = nil
+            if untrustedSQL.statementCache[sql] == nil { untrustedSQL.statementCache[sql] = statement }
+            untrustedSQL.deadline = nil
         } else if statementCache[sql] == nil {
             statementCache[sql] = statement
         }
-        return statement
+        return .statement(statement)
     }
 
     /// Prepares the first statement at `cSQL`. Returns it (nil for only
@@ -284,27 +271,25 @@ public final class Database {
     ) {
         var statementHandle: OpaquePointer?
         var tail: UnsafePointer<CChar>?
-        footprintUnderConstruction = StatementFootprint()
-        authorizedDrop = nil
-        lastRefusal = nil
+        authorizer.willPrepare()
         let code = sqlite3_prepare_v3(
             handle, cSQL, -1, persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0, &statementHandle, &tail)
-        var footprint = footprintUnderConstruction!
-        footprintUnderConstruction = nil
-        resolveUnqualifiedReads(in: &footprint)
-        if code == SQLITE_OK { widenGeneratedColumnReads(in: &footprint) }
+        var footprint = authorizer.didPrepare()
         guard code == SQLITE_OK else {
+            // The error is read before any other call on the connection (the
+            // footprint's lookups below would replace it with their own).
             // SQLite's parser stops at an interrupt too.
             if code & 0xFF == SQLITE_INTERRUPT, let shutdown, shutdown.isSet { throw SQLiteError.databaseClosed }
             let text = sql ?? String(cString: cSQL)
             // A refused function comes back as SQLITE_ERROR ("not authorized
             // to use function"), other refusals as SQLITE_AUTH.
-            if untrustedPolicy != nil, let refusal = lastRefusal {
-                lastRefusal = nil
+            if untrustedSQL.isActive, let refusal = authorizer.lastRefusal.take() {
                 throw Database.untrustedRefusal(refusal, sql: text)
             }
             throw SQLiteError(connection: handle, code: code, sql: text)
         }
+        resolveUnqualifiedReads(in: &footprint)
+        widenGeneratedColumnReads(in: &footprint)
         var rest = ""
         if let tail, tail.pointee != 0 {
             rest = String(cString: tail)
@@ -352,7 +337,7 @@ public final class Database {
     /// Empties the statement cache (after a schema change).
     func clearStatementCache() {
         statementCache.removeAll(keepingCapacity: true)
-        untrustedStatementCache.removeAll()
+        untrustedSQL.statementCache.removeAll()
     }
 
     // MARK: - Stepping
@@ -374,11 +359,11 @@ public final class Database {
             throw Database.transactionControlRefused(statement.sql)
         }
         if let changeCollector { changeCollector.statementWillStep(statement) }
-        if untrustedPolicy != nil { try untrustedStatementWillStep(statement) }
+        if untrustedSQL.isActive { try untrustedStatementWillStep(statement) }
         let code = sqlite3_step(statement.handle)
         if code == SQLITE_ROW {
-            if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
-            if untrustedPolicy != nil { try countUntrustedRow(statement) }
+            if authorizer.ranOutsidePrepare { statementWasReprepared(statement) }
+            if untrustedSQL.isActive { try countUntrustedRow(statement) }
             return true
         }
         try finish(statement, code: code)
@@ -393,9 +378,9 @@ public final class Database {
         // Read the error first: a reset, or the SQL that a re-prepare's
         // region needs, may overwrite it.
         var error = code == SQLITE_DONE ? nil : SQLiteError(connection: handle, code: code, sql: statement.sql)
-        if authorizerRanOutsidePrepare { statementWasReprepared(statement) }
+        if authorizer.ranOutsidePrepare { statementWasReprepared(statement) }
         if let failure = error {
-            if untrustedPolicy != nil { error = untrustedError(failure) }
+            if untrustedSQL.isActive { error = untrustedError(failure) }
             // The shutdown of a close interrupted the statement or ended its wait for a lock.
             if let shutdown, shutdown.isSet, ResultCode.interrupt ~= failure || ResultCode.busy ~= failure {
                 error = SQLiteError.databaseClosed
@@ -412,28 +397,6 @@ public final class Database {
         let code = sqlite3_reset(statement.handle)
         if let changeCollector {
             changeCollector.statementDidFinish(statement, succeeded: code == SQLITE_OK, in: self)
-        }
-    }
-
-    /// The authorizer ran during the step of `statement`. When SQLite
-    /// re-prepared `statement` (after a schema change), what the authorizer
-    /// reported meanwhile becomes its footprint, and the region being
-    /// recorded takes what the new program reads: the region recorded
-    /// before the step was the old program's. Otherwise (a virtual table's
-    /// own statement) the report is dropped. Other cached statements need
-    /// nothing: SQLite re-prepares each one at its own next step.
-    ///
-    /// Runs only after the authorizer ran outside a prepare of ours, so
-    /// a step costs one flag test as before.
-    func statementWasReprepared(_ statement: Statement) {
-        authorizerRanOutsidePrepare = false
-        guard var footprint = footprintUnderConstruction.take(), statement.wasReprepared else { return }
-        resolveUnqualifiedReads(in: &footprint)
-        widenGeneratedColumnReads(in: &footprint)
-        statement.didReprepare(footprint: footprint)
-        if regionRecorder != nil {
-            let region = statement.executionRegion()
-            regionRecorder!.formUnion(region)
         }
     }
 

@@ -71,230 +71,81 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     // Primary codes
     /// `SQLITE_OK`
-    ///
-    /// ```swift
-    /// ResultCode.ok.rawValue   // 0
-    /// ```
     public static let ok = ResultCode(rawValue: SQLITE_OK)
     /// `SQLITE_ERROR`: generic error, including SQL syntax errors.
-    ///
-    /// ```swift
-    /// try db.execute(sql: "SELEC 1")   // throws .error: near "SELEC": syntax error
-    /// ```
     public static let error = ResultCode(rawValue: SQLITE_ERROR)
     /// `SQLITE_INTERNAL`
-    ///
-    /// ```swift
-    /// ResultCode.internal.rawValue   // 2
-    /// ```
     public static let `internal` = ResultCode(rawValue: SQLITE_INTERNAL)
     /// `SQLITE_PERM`
-    ///
-    /// ```swift
-    /// ResultCode.perm.rawValue   // 3
-    /// ```
     public static let perm = ResultCode(rawValue: SQLITE_PERM)
     /// `SQLITE_ABORT`
-    ///
-    /// ```swift
-    /// ResultCode.abort.rawValue   // 4
-    /// ```
     public static let abort = ResultCode(rawValue: SQLITE_ABORT)
-    /// `SQLITE_BUSY`: the database file is locked by another connection.
-    ///
-    /// ```swift
-    /// catch ResultCode.busy { … }   // another connection kept its lock beyond busyTimeout
-    /// ```
+    /// `SQLITE_BUSY`: another connection kept the database file locked beyond the busy timeout.
     public static let busy = ResultCode(rawValue: SQLITE_BUSY)
     /// `SQLITE_LOCKED`
-    ///
-    /// ```swift
-    /// ResultCode.locked.rawValue   // 6
-    /// ```
     public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
     /// `SQLITE_NOMEM`
-    ///
-    /// ```swift
-    /// ResultCode.noMemory.rawValue   // 7
-    /// ```
     public static let noMemory = ResultCode(rawValue: SQLITE_NOMEM)
     /// `SQLITE_READONLY`: a write on a read-only connection.
-    ///
-    /// ```swift
-    /// try await queue.read { db in try db.execute(sql: "DELETE FROM player") }   // throws .readOnly
-    /// ```
     public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
-    /// `SQLITE_INTERRUPT`: the statement was interrupted.
-    ///
-    /// ```swift
-    /// catch ResultCode.interrupt { … }   // a query stopped by UntrustedSQLPolicy.timeLimit
-    /// ```
+    /// `SQLITE_INTERRUPT`: the statement was interrupted (also by ``UntrustedSQLPolicy/timeLimit``).
     public static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
-    /// `SQLITE_IOERR`: a disk I/O error.
-    ///
-    /// ```swift
-    /// catch ResultCode.ioError { … }   // any I/O error: .ioErrorRead, .ioErrorWrite…
-    /// ```
+    /// `SQLITE_IOERR`: a disk I/O error; matches every `.ioError…` code.
     public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
     /// `SQLITE_CORRUPT`: the database file is malformed.
-    ///
-    /// ```swift
-    /// try await migrator.checkIntegrity(of: queue)   // throws .corrupt for a damaged file
-    /// ```
     public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
     /// `SQLITE_NOTFOUND`
-    ///
-    /// ```swift
-    /// ResultCode.notFound.rawValue   // 12
-    /// ```
     public static let notFound = ResultCode(rawValue: SQLITE_NOTFOUND)
-    /// `SQLITE_FULL`: the disk is full.
-    ///
-    /// ```swift
-    /// catch ResultCode.full { … }   // the write rolled back; retry once there is space
-    /// ```
+    /// `SQLITE_FULL`: the disk is full; the write rolled back.
     public static let full = ResultCode(rawValue: SQLITE_FULL)
     /// `SQLITE_CANTOPEN`: the file cannot be opened.
-    ///
-    /// ```swift
-    /// _ = try DatabaseQueue(path: "/no/such/dir/db.sqlite")   // throws .cannotOpen
-    /// ```
     public static let cannotOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
     /// `SQLITE_PROTOCOL`
-    ///
-    /// ```swift
-    /// ResultCode.protocol.rawValue   // 15
-    /// ```
     public static let `protocol` = ResultCode(rawValue: SQLITE_PROTOCOL)
     /// `SQLITE_SCHEMA`: the schema changed.
-    ///
-    /// ```swift
-    /// ResultCode.schema.rawValue   // 17
-    /// ```
     public static let schema = ResultCode(rawValue: SQLITE_SCHEMA)
-    /// `SQLITE_TOOBIG`: a string or blob is too large.
-    ///
-    /// ```swift
-    /// try db.withUntrustedSQL { try db.fetchAll(sql: "SELECT zeroblob(1000000000)") }   // throws .tooBig
-    /// ```
+    /// `SQLITE_TOOBIG`: a string or blob is too large (also beyond an ``UntrustedSQLPolicy``'s limits).
     public static let tooBig = ResultCode(rawValue: SQLITE_TOOBIG)
-    /// `SQLITE_CONSTRAINT`: a constraint failed.
-    ///
-    /// ```swift
-    /// catch ResultCode.constraint { … }   // UNIQUE, NOT NULL, CHECK, FOREIGN KEY… alike
-    /// ```
+    /// `SQLITE_CONSTRAINT`: a constraint failed; matches every `.constraint…` code.
     public static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
-    /// `SQLITE_MISMATCH`: a data type mismatch.
-    ///
-    /// ```swift
-    /// // player.id is an INTEGER PRIMARY KEY: it takes integers only
-    /// try db.execute(sql: "INSERT INTO player (id, name) VALUES ('x', 'Arthur')")   // throws .mismatch
-    /// ```
+    /// `SQLITE_MISMATCH`: a data type mismatch (text into an `INTEGER PRIMARY KEY`).
     public static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
     /// `SQLITE_MISUSE`: the library was used incorrectly (wrong arguments, closed database).
-    ///
-    /// ```swift
-    /// try db.execute(sql: "SELECT ?", arguments: [1, 2])   // throws .misuse: wrong number of arguments
-    /// ```
     public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
-    /// `SQLITE_AUTH`: refused by the authorizer.
-    ///
-    /// ```swift
-    /// try db.withUntrustedSQL { try db.execute(sql: "DELETE FROM player") }   // throws .auth
-    /// ```
+    /// `SQLITE_AUTH`: refused by the authorizer (SQL that an ``UntrustedSQLPolicy`` does not allow).
     public static let auth = ResultCode(rawValue: SQLITE_AUTH)
     /// `SQLITE_RANGE`: a parameter index out of range.
-    ///
-    /// ```swift
-    /// ResultCode.range.rawValue   // 25
-    /// ```
     public static let range = ResultCode(rawValue: SQLITE_RANGE)
     /// `SQLITE_NOTADB`: the file is not a database.
-    ///
-    /// ```swift
-    /// _ = try DatabaseQueue(path: "README.md")   // throws .notADatabase
-    /// ```
     public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
 
     // Extended codes
     /// `SQLITE_CONSTRAINT_UNIQUE`
-    ///
-    /// ```swift
-    /// // team.name is UNIQUE and 'Red' exists:
-    /// try db.execute(sql: "INSERT INTO team (name) VALUES ('Red')")   // throws .constraintUnique
-    /// ```
     public static let constraintUnique = ResultCode(rawValue: 2067)
-    /// `SQLITE_CONSTRAINT_PRIMARYKEY`
-    ///
-    /// ```swift
-    /// // id 1 exists; SQLite's message reads "UNIQUE constraint failed: player.id":
-    /// try db.execute(sql: "INSERT INTO player (id, name) VALUES (1, 'Arthur')")   // throws .constraintPrimaryKey
-    /// ```
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY` (SQLite's message reads "UNIQUE constraint failed").
     public static let constraintPrimaryKey = ResultCode(rawValue: 1555)
     /// `SQLITE_CONSTRAINT_NOTNULL`
-    ///
-    /// ```swift
-    /// try db.execute(sql: "INSERT INTO player (name) VALUES (NULL)")   // throws .constraintNotNull
-    /// ```
     public static let constraintNotNull = ResultCode(rawValue: 1299)
     /// `SQLITE_CONSTRAINT_FOREIGNKEY`
-    ///
-    /// ```swift
-    /// // player.team_id REFERENCES team(id), and there is no team 99:
-    /// try db.execute(sql: "INSERT INTO player (name, team_id) VALUES ('Arthur', 99)")   // throws .constraintForeignKey
-    /// ```
     public static let constraintForeignKey = ResultCode(rawValue: 787)
     /// `SQLITE_CONSTRAINT_CHECK`
-    ///
-    /// ```swift
-    /// // with CHECK (score >= 0) on player.score:
-    /// try db.execute(sql: "UPDATE player SET score = -1")   // throws .constraintCheck
-    /// ```
     public static let constraintCheck = ResultCode(rawValue: 275)
-    /// `SQLITE_CONSTRAINT_TRIGGER` (a `RAISE(ABORT, …)` in a trigger)
-    ///
-    /// ```swift
-    /// catch ResultCode.constraintTrigger { … }   // a trigger ran RAISE(ABORT, 'score cannot go down')
-    /// ```
+    /// `SQLITE_CONSTRAINT_TRIGGER`: a `RAISE(ABORT, …)` in a trigger.
     public static let constraintTrigger = ResultCode(rawValue: 1811)
     /// `SQLITE_READONLY_DBMOVED`: the file was moved or deleted while open.
     /// A `write` or `writeWithoutTransaction` of a queue or pool reports it
     /// as ``DatabaseFileReplacedError``; a statement inside them throws it.
-    ///
-    /// ```swift
-    /// catch ResultCode.readOnlyDatabaseMoved { … }   // the file was renamed or deleted: reopen it
-    /// ```
     public static let readOnlyDatabaseMoved = ResultCode(rawValue: 1032)
     /// `SQLITE_IOERR_SHORT_READ`
-    ///
-    /// ```swift
-    /// ResultCode.ioErrorShortRead.primary   // .ioError: `catch ResultCode.ioError` matches it
-    /// ```
     public static let ioErrorShortRead = ResultCode(rawValue: 522)
-    /// `SQLITE_IOERR_READ`: the operating system failed a read.
-    ///
-    /// ```swift
-    /// catch ResultCode.ioErrorRead { … }   // this read failed; later reads may succeed
-    /// ```
+    /// `SQLITE_IOERR_READ`: the operating system failed a read; later reads may succeed.
     public static let ioErrorRead = ResultCode(rawValue: 266)
     /// `SQLITE_IOERR_WRITE`: the operating system failed a write (also a
     /// file that reached its size limit, `ulimit -f`).
-    ///
-    /// ```swift
-    /// ResultCode.ioErrorWrite.isWriteFailure   // true
-    /// ```
     public static let ioErrorWrite = ResultCode(rawValue: 778)
     /// `SQLITE_IOERR_FSYNC`: the operating system failed to flush a file.
-    ///
-    /// ```swift
-    /// ResultCode.ioErrorFsync.isWriteFailure   // true
-    /// ```
     public static let ioErrorFsync = ResultCode(rawValue: 1034)
     /// `SQLITE_IOERR_TRUNCATE`: the operating system failed to resize a file.
-    ///
-    /// ```swift
-    /// ResultCode.ioErrorTruncate.isWriteFailure   // true
-    /// ```
     public static let ioErrorTruncate = ResultCode(rawValue: 1546)
 
     /// Whether the code says that storing data failed: the disk is full

@@ -147,7 +147,7 @@ public final class Statement {
     /// ```
     public func execute(arguments: StatementArguments = []) throws {
         try bind(arguments)
-        if database.regionRecorder != nil { database.regionRecorder!.formUnion(executionRegion()) }
+        database.recordReads(executionRegion())
         try database.runToCompletion(self)
     }
 }

@@ -28,10 +28,27 @@ extension Database {
     /// Runs `body` (inside a read transaction the caller opened) and
     /// returns its value with the region its statements read.
     func recordingRegion<T>(_ body: () throws -> T) -> (Result<T, any Error>, DatabaseRegion) {
-        regionRecorder = DatabaseRegion()
+        regionRecorder.start()
         let result = Result { try body() }
-        let region = regionRecorder ?? DatabaseRegion()
-        regionRecorder = nil
-        return (result, region)
+        return (result, regionRecorder.stop())
+    }
+
+    /// Adds `reads`, what a statement about to run reads, to the region
+    /// being recorded, if one is: the one place where statements' reads are
+    /// recorded. `reads` is evaluated only then (a statement's execution
+    /// region may run the library's own queries, unrecorded), before the
+    /// recorder is touched.
+    @inline(__always)
+    func recordReads(_ reads: @autoclosure () -> DatabaseRegion) {
+        guard regionRecorder.isRecording else { return }
+        let region = reads()
+        regionRecorder.add(region)
+    }
+
+    /// Runs `body`, the library's own queries, without recording what they read.
+    func withoutRecordingReads<T>(_ body: () throws -> T) rethrows -> T {
+        let paused = regionRecorder.pause()
+        defer { regionRecorder.resume(paused) }
+        return try body()
     }
 }

@@ -165,36 +165,35 @@ extension Database {
     /// recording what it reads.
     fileprivate func explainProgram(_ sql: String) throws -> [RowIDLookups.Instruction] {
         let handle = try openHandle()
-        let recorder = regionRecorder
-        regionRecorder = nil
-        defer { regionRecorder = recorder }
-        let (statement, _) = try ("EXPLAIN " + sql).withCString {
-            try prepare($0, sql: nil, handle: handle, persistent: false)
+        return try withoutRecordingReads {
+            let (statement, _) = try ("EXPLAIN " + sql).withCString {
+                try prepare($0, sql: nil, handle: handle, persistent: false)
+            }
+            guard let statement else { return [] }
+            var program: [RowIDLookups.Instruction] = []
+            while try step(statement) {
+                let h = statement.handle
+                program.append(
+                    RowIDLookups.Instruction(
+                        opcode: String(textOf: sqlite3_column_value(h, 1)),
+                        p1: sqlite3_column_int64(h, 2), p2: sqlite3_column_int64(h, 3), p3: sqlite3_column_int64(h, 4),
+                        p4: sqlite3_column_type(h, 5) == SQLITE_NULL ? nil : String(textOf: sqlite3_column_value(h, 5))
+                    ))
+            }
+            return program
         }
-        guard let statement else { return [] }
-        var program: [RowIDLookups.Instruction] = []
-        while try step(statement) {
-            let h = statement.handle
-            program.append(
-                RowIDLookups.Instruction(
-                    opcode: String(textOf: sqlite3_column_value(h, 1)),
-                    p1: sqlite3_column_int64(h, 2), p2: sqlite3_column_int64(h, 3), p3: sqlite3_column_int64(h, 4),
-                    p4: sqlite3_column_type(h, 5) == SQLITE_NULL ? nil : String(textOf: sqlite3_column_value(h, 5))))
-        }
-        return program
     }
 
     /// Root page to table name, for the `main` schema.
     fileprivate func mainTablesByRootPage() throws -> [Int64: String] {
-        let recorder = regionRecorder
-        regionRecorder = nil
-        defer { regionRecorder = recorder }
-        var tables: [Int64: String] = [:]
-        let cursor = try fetchCursor(sql: "SELECT rootpage, name FROM main.sqlite_schema WHERE type = 'table'")
-        while let row = try cursor.next() {
-            // A name that is not valid UTF-8 is repaired, as the authorizer's are.
-            if case .integer(let page) = row[0], let name = String.fromDatabaseValue(row[1]) { tables[page] = name }
+        try withoutRecordingReads {
+            var tables: [Int64: String] = [:]
+            let cursor = try fetchCursor(sql: "SELECT rootpage, name FROM main.sqlite_schema WHERE type = 'table'")
+            while let row = try cursor.next() {
+                // A name that is not valid UTF-8 is repaired, as the authorizer's are.
+                if case .integer(let page) = row[0], let name = String.fromDatabaseValue(row[1]) { tables[page] = name }
+            }
+            return tables
         }
-        return tables
     }
 }

@@ -48,9 +48,7 @@ enum ErrorReport {
             return lines.joined(separator: "\n")
         case let error as MigrationError:
             var lines = [prefix + error.description]
-            if case .statementFailed(_, let line, let statement, let sqliteError) = error,
-                let offset = sqliteError.offset
-            {
+            if let line = error.line, let statement = error.statement, let offset = error.sqliteError?.offset {
                 lines += caretLines(sql: statement, offset: offset, firstLine: line)
             }
             return lines.joined(separator: "\n")

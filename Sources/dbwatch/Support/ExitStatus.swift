@@ -60,13 +60,15 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case is DatabaseFileReplacedError:
             self = .unavailable
         case let error as MigrationError:
-            switch error {
+            switch error.code {
             case .unreadable: self = .unavailable
             case .noSuchMigration: self = .usage
-            case .statementFailed(_, _, _, let error):
-                self = ExitStatus(failedMigrationStatementCode: error.code)
-            case .invalidFileName, .duplicateNumber, .gap, .historyMismatch, .foreignKeyViolation, .invalidHistory,
-                .invalidEncoding:
+            case .statementFailed:
+                self = error.sqliteError.map { ExitStatus(failedMigrationStatementCode: $0.code) } ?? .badSQL
+            default:
+                // The files or the history are wrong: invalid names, duplicate
+                // numbers, gaps, encodings, foreign key violations, a history
+                // that does not match or is invalid.
                 self = .badSQL
             }
         default:

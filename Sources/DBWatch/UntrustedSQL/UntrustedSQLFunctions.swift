@@ -85,7 +85,7 @@ final class UntrustedSQLFunctions {
     ) {
         let function = Self.guarded[index]
         let arguments = UnsafeBufferPointer(start: values, count: Int(count))
-        if let policy = database.untrustedPolicy, let refusal = refusal(function, arguments, policy) {
+        if let policy = database.untrustedSQL.policy, let refusal = refusal(function, arguments, policy) {
             sqlite3_result_error(context, refusal, -1)
             sqlite3_result_error_code(context, SQLITE_TOOBIG)
             return

@@ -18,14 +18,18 @@ extension Database {
         throws -> T
     {
         let handle = try openHandle()
-        guard untrustedPolicy == nil else { return try body() }
-        if untrustedFunctions == nil { untrustedFunctions = try UntrustedSQLFunctions.install(on: handle, for: self) }
-        if temporaryStorageBudget == nil { temporaryStorageBudget = dbwatch_temp_budget_create() }
-        guard let budget = temporaryStorageBudget else {
+        guard !untrustedSQL.isActive else { return try body() }
+        if untrustedSQL.functions == nil {
+            untrustedSQL.functions = try UntrustedSQLFunctions.install(on: handle, for: self)
+        }
+        if untrustedSQL.temporaryStorageBudget == nil {
+            untrustedSQL.temporaryStorageBudget = dbwatch_temp_budget_create()
+        }
+        guard let budget = untrustedSQL.temporaryStorageBudget else {
             throw SQLiteError(code: .noMemory, message: "out of memory")
         }
-        untrustedPolicy = policy
-        untrustedDeadline = nil
+        untrustedSQL.policy = policy
+        untrustedSQL.deadline = nil
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_progress_handler(handle, UntrustedSQLPolicy.stepsBetweenChecks, untrustedProgressHandler, context)
         // A negative value only reads the limit.
@@ -45,8 +49,8 @@ extension Database {
         let previousBudget = dbwatch_temp_budget_enter(budget)
         let workerThreads = sqlite3_limit(handle, SQLITE_LIMIT_WORKER_THREADS, 0)
         defer {
-            untrustedPolicy = nil
-            untrustedDeadline = nil
+            untrustedSQL.policy = nil
+            untrustedSQL.deadline = nil
             sqlite3_progress_handler(handle, 0, nil, nil)
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, lengthLimit)
             sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, patternLimit)
@@ -58,6 +62,28 @@ extension Database {
         return try body()
     }
 
+    /// The policy's part of an authorizer call: `SQLITE_DENY` for an
+    /// action it refuses (the reason kept for the error message), nil for
+    /// the authorizer to go on. Notes a pragma that only reads though SQLite
+    /// does not say so (see ``checkUntrusted(_:)``).
+    @inline(__always)
+    func authorizeUntrusted(_ action: Int32, _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?)
+        -> Int32?
+    {
+        if let refusal = UntrustedSQLPolicy.refusal(
+            action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
+        {
+            authorizer.lastRefusal = refusal
+            return SQLITE_DENY
+        }
+        if action == SQLITE_PRAGMA, second == nil, let first,
+            UntrustedSQLPolicy.readsNotMarkedReadOnly.contains(String(cString: first).lowercased())
+        {
+            authorizer.footprintUnderConstruction?.readsPragmaNotMarkedReadOnly = true
+        }
+        return nil
+    }
+
     /// Before each step under the policy: a run of `statement` starts its
     /// time and result size at its first step; once its deadline passed,
     /// throws the time limit's error. Checked here as well as in the
@@ -65,7 +91,7 @@ extension Database {
     /// row) may never reach the handler, and the time spent reading rows
     /// between steps counts too.
     func untrustedStatementWillStep(_ statement: Statement) throws {
-        guard let policy = untrustedPolicy else { return }
+        guard let policy = untrustedSQL.policy else { return }
         let now = ContinuousClock.now
         if sqlite3_stmt_busy(statement.handle) == 0 || statement.untrustedDeadline == nil {
             statement.untrustedDeadline = now + policy.timeLimit
@@ -74,7 +100,7 @@ extension Database {
         let deadline = statement.untrustedDeadline!
         // The progress handler checks the statement that steps (another
         // one may have run in between, such as a query of the schema).
-        untrustedDeadline = deadline
+        untrustedSQL.deadline = deadline
         guard now >= deadline else { return }
         abandon(statement)
         throw SQLiteError(
@@ -85,7 +111,7 @@ extension Database {
     /// Adds the size of the row `statement` holds to the result's; throws
     /// ``ResultCode/tooBig`` beyond the policy's maximum result size.
     func countUntrustedRow(_ statement: Statement) throws {
-        guard let maximum = untrustedPolicy?.maximumResultSize else { return }
+        guard let maximum = untrustedSQL.policy?.maximumResultSize else { return }
         let handle = statement.handle
         let count = sqlite3_column_count(handle)
         // Every value 8 bytes, NULL and empty text too (they take memory
@@ -150,14 +176,14 @@ extension Database {
 
     /// Called every ``UntrustedSQLPolicy/stepsBetweenChecks`` virtual machine steps while under a policy.
     fileprivate func untrustedProgress() -> Int32 {
-        guard let policy = untrustedPolicy else { return 0 }
+        guard let policy = untrustedSQL.policy else { return 0 }
         let now = ContinuousClock.now
-        guard let deadline = untrustedDeadline else {
-            untrustedDeadline = now + policy.timeLimit
+        guard let deadline = untrustedSQL.deadline else {
+            untrustedSQL.deadline = now + policy.timeLimit
             return 0
         }
         if now < deadline { return 0 }
-        untrustedTimeLimitExceeded = true
+        untrustedSQL.timeLimitExceeded = true
         return 1
     }
 
@@ -167,8 +193,8 @@ extension Database {
     /// the step (after a schema change), worded as at prepare, or an
     /// interrupt caused by the time limit.
     func untrustedError(_ error: SQLiteError) -> SQLiteError {
-        if let budget = temporaryStorageBudget, dbwatch_temp_budget_take_exceeded(budget) != 0,
-            error.code.primary == .full, let maximum = untrustedPolicy?.maximumTemporaryStorage
+        if let budget = untrustedSQL.temporaryStorageBudget, dbwatch_temp_budget_take_exceeded(budget) != 0,
+            error.code.primary == .full, let maximum = untrustedSQL.policy?.maximumTemporaryStorage
         {
             return SQLiteError(
                 code: .tooBig,
@@ -176,14 +202,13 @@ extension Database {
                     "the query's temporary files are larger than the limit of \(maximum) bytes (maximum temporary storage) and it was stopped",
                 sql: error.sql)
         }
-        if let refusal = lastRefusal {
-            lastRefusal = nil
+        if let refusal = authorizer.lastRefusal.take() {
             return Database.untrustedRefusal(refusal, sql: error.sql)
         }
-        guard untrustedTimeLimitExceeded, error.code.primary == .interrupt, let policy = untrustedPolicy else {
+        guard untrustedSQL.timeLimitExceeded, error.code.primary == .interrupt, let policy = untrustedSQL.policy else {
             return error
         }
-        untrustedTimeLimitExceeded = false
+        untrustedSQL.timeLimitExceeded = false
         return SQLiteError(
             code: .interrupt, message: "the query ran longer than the time limit (\(policy.timeLimit)) and was stopped",
             sql: error.sql)
@@ -199,6 +224,6 @@ extension Database {
     /// How many bytes the open temporary files charged to this
     /// connection's untrusted SQL hold (0 before its first policy).
     var temporaryStorageInUse: Int {
-        temporaryStorageBudget.map { Int(dbwatch_temp_budget_used($0)) } ?? 0
+        untrustedSQL.temporaryStorageBudget.map { Int(dbwatch_temp_budget_used($0)) } ?? 0
     }
 }
