@@ -30,8 +30,9 @@ struct SafetyEndToEndTests {
         return result
     }
 
-    /// Each statement the issue lists, `{dir}` standing for the scratch
-    /// folder, and words its refusal must name.
+    /// Statements that read or write outside the database, or write to it,
+    /// `{dir}` standing for the scratch folder, and words their refusal must
+    /// name.
     static let refusedStatements: [(sql: String, words: String)] = [
         ("ATTACH 'file:{dir}/attached.sqlite?mode=rwc' AS x", "ATTACH"),
         ("VACUUM INTO '{dir}/copy.sqlite'", "VACUUM"),
@@ -304,8 +305,9 @@ struct SafetyEndToEndTests {
         SELECT count(*) FROM c WHERE length(randomblob(999999)) + instr(printf('%.*c', 999999, 'a'), 'aaab') > 0
         """
 
-    /// The issue's example ran 41 s past a 1 s time limit: one call of
-    /// `instr` on megabytes. It is refused at once now.
+    /// One call of `instr` on megabytes would run for tens of seconds past a
+    /// 1 s time limit (no progress callback fires inside it): it is refused
+    /// at once.
     @Test func aCostlyFunctionCallFailsAtOnce() async throws {
         try await withScratch { scratch in
             let path = try makeDatabase(in: scratch)
