@@ -91,10 +91,12 @@ let package = Package(
             dependencies: ["CSQLite"],
             path: "Tests/CFaultInjection"
         ),
-        // Test support shared by the test targets: CPU load and the lock
-        // that keeps latency tests apart from headless-browser tests.
+        // Test support shared by the test targets: timeouts, gates,
+        // temporary directories, the kinds of database, CPU load and the
+        // lock that keeps latency tests apart from headless-browser tests.
         .target(
             name: "DBWatchTestSupport",
+            dependencies: ["DBWatch"],
             path: "Tests/DBWatchTestSupport"
         ),
         .testTarget(
@@ -109,6 +111,7 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 "DBWatchHummingbird",
+                "DBWatchTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),

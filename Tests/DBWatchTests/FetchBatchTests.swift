@@ -1,5 +1,6 @@
 import CFaultInjection
 import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Logging
 import Testing
@@ -39,15 +40,8 @@ struct FetchBatchTests {
         func hash(into hasher: inout Hasher) { hasher.combine(salt) }
     }
 
-    /// Runs `body` with a pool on a new file holding an empty table `t`.
-    func withPoolOfTableT(_ body: (DatabasePool) async throws -> Void) async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
-            try await body(pool)
-        }
-    }
+    /// An empty table `t`.
+    static let schemaOfTableT = "CREATE TABLE t (id INTEGER PRIMARY KEY)"
 
     final class FetchCounter: Sendable {
         private let value = Locked(0)
@@ -56,7 +50,7 @@ struct FetchBatchTests {
     }
 
     @Test func theRefetchesOfOneCommitRunOnOneReader() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let log = FetchLog()
             let logging = HookedCount.Hook { db, salt, count in
                 log.entries.withLock { $0.append((salt, ObjectIdentifier(db), count)) }
@@ -118,7 +112,7 @@ struct FetchBatchTests {
     /// least `minimumBatchSize` (3 parts for 100): while one part waits, the
     /// others deliver.
     @Test func manyRefetchesAreSharedAmongTheReaders() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let gate = Gate()
             defer { gate.open() }
             // Observation 0 waits for the gate once the table has rows.
@@ -152,7 +146,7 @@ struct FetchBatchTests {
     }
 
     @Test func aSlowFetchDelaysNoOtherObservation() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let gate = Gate()
             defer { gate.open() }
             let blocked = FetchCounter()

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -409,8 +410,8 @@ struct MigrationTests {
     /// Drops of every kind of schema object take effect, plain and with
     /// `IF EXISTS`, and a view can be redefined in one migration: a
     /// migration recorded as applied changed what it says.
-    @Test(arguments: ["queue", "pool"])
-    func dropsAndRedefinitionsTakeEffect(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func dropsAndRedefinitionsTakeEffect(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             defer { writer.close() }
@@ -475,8 +476,8 @@ struct MigrationTests {
             ALTER TABLE new_team RENAME TO team;
             """)
 
-    private static func open(_ kind: String, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
-        kind == "pool" ? try DatabasePool(path: directory.file("db.sqlite")) : try DatabaseQueue()
+    private static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        try kind.open(in: directory)
     }
 
     private static func count(_ table: String, in writer: some DatabaseWriter) async throws -> Int {
@@ -493,8 +494,8 @@ struct MigrationTests {
         #expect(try await Self.count("player", in: queue) == 0)
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func tableRebuildDoesNotCascadeIntoChildTables(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func tableRebuildDoesNotCascadeIntoChildTables(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             try await Self.migrator.migrate(writer, upTo: 2)

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Logging
 import Testing
@@ -13,14 +14,8 @@ struct ObservationContractTests {
     static func withDatabases(
         configuration: Configuration = Configuration(), _ body: (any DatabaseWriter) async throws -> Void
     ) async throws {
-        let queue = try DatabaseQueue(configuration: configuration)
-        try await queue.write { db in try db.execute(sql: playerSchema) }
-        try await body(queue)
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            try await pool.write { db in try db.execute(sql: playerSchema) }
-            try await body(pool)
-            await pool.close()
+        for kind in DatabaseKind.queueAndPool {
+            try await withDatabase(kind, configuration: configuration, schema: playerSchema, body)
         }
     }
 

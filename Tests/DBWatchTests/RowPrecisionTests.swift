@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// Precision down to rows: a query that selects rows by primary key does

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -37,7 +38,7 @@ struct OutputEndToEndTests {
     }
 
     @Test func aFullOutputIsAWriteFailure() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("db.sqlite")
             try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
             let folder = scratch.file("migrations")
@@ -65,7 +66,7 @@ struct OutputEndToEndTests {
     /// first value and closed the pipe (`| head -1`) still ends it at once,
     /// instead of at the next commit, which may never come.
     @Test func aClosedPipeEndsAnIdleWatch() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("db.sqlite")
             try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
             let script = #"timeout 30 "$0" "$@" | head -n 1; echo "${PIPESTATUS[0]}""#

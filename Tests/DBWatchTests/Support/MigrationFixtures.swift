@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 
 /// The repository's own `Migrations/` directory (the demo schema).

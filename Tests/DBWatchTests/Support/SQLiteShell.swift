@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 
 /// The stock `sqlite3` shell, as a second process writing a database.

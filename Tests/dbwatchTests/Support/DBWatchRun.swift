@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 
 #if canImport(Glibc)

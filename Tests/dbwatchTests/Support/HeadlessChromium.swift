@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DBWatchTestSupport
 import Foundation
 import HummingbirdWSClient
 import Logging

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 
 /// Other programs the tests run: the stock `sqlite3` shell (a second process
