@@ -33,7 +33,7 @@ struct ServeEndToEndTests {
 
     /// A running `serve` and the address it printed.
     struct Served {
-        let run: DBWatchRun
+        let run: ChildProcess
         let url: String
     }
 

@@ -128,23 +128,17 @@ struct WatchEndToEndTests {
             ])
             defer { run.kill() }
             _ = try await run.wait(forLines: 1)
-            let writer = Process()
-            writer.executableURL = URL(fileURLWithPath: Shell.sqlite3)
-            writer.arguments = ["-bail", path]
-            let input = Pipe()
-            writer.standardInput = input
-            writer.standardOutput = FileHandle.nullDevice
-            writer.standardError = FileHandle.nullDevice
-            try writer.run()
+            let writer = try ChildProcess.start([Shell.sqlite3, "-bail", path], input: .pipe)
             defer {
-                try? input.fileHandleForWriting.close()
-                writer.waitUntilExit()
+                writer.closeInput()
+                writer.blockingWaitForExit(seconds: defaultTestTimeout)
+                writer.kill()
             }
             let commits = 25
             try await withCPULoad(threads: 2 * ProcessInfo.processInfo.activeProcessorCount) {
                 for commit in 1...commits {
                     let insert = "INSERT INTO player (name, score) VALUES ('p\(commit)', \(commit));\n"
-                    try input.fileHandleForWriting.write(contentsOf: Data(insert.utf8))
+                    try writer.write(insert)
                     _ = try await run.wait(forLines: 1 + commit, timeout: 3)
                     try await Task.sleep(for: .milliseconds(20))  // the other process's pace
                 }
