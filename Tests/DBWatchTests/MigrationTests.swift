@@ -580,11 +580,12 @@ struct MigrationTests {
             var probeConfiguration = Configuration()
             probeConfiguration.busyTimeout = .zero
             let probe = try DatabaseQueue(path: path, configuration: probeConfiguration)
+            // SQLite announces no lock: the probe checks every millisecond.
             try await withTimeout {
                 while true {
                     do {
                         try await probe.write { _ in }
-                        await Task.yield()
+                        try await Task.sleep(for: .milliseconds(1))
                     } catch let error as SQLiteError where error.code.primary == .busy {
                         break
                     }
