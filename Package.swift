@@ -71,7 +71,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // `dbwatch demo`'s schema: `Demo/Migrations` links to the
+            // repository's `Migrations/`, whose files become byte arrays
+            // (`PackageResources`), so the binary needs no file at run time.
+            resources: [.embedInCode("Demo/Migrations")]
         ),
         .target(
             name: "DBWatchHummingbird",
