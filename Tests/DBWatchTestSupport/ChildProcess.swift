@@ -93,10 +93,12 @@ public final class ChildProcess: Sendable {
         var waiters: [Waiter] = []
         var nextWaiterID = 0
 
+        var isFinished: Bool { exitStatus != nil && openStreams == 0 }
+
         var snapshot: Snapshot {
             Snapshot(
                 stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self),
-                exitStatus: exitStatus, isFinished: exitStatus != nil && openStreams == 0)
+                exitStatus: exitStatus, isFinished: isFinished)
         }
     }
 
@@ -176,8 +178,12 @@ public final class ChildProcess: Sendable {
     private func update(_ change: (inout State) -> Void) {
         let (ready, isFinished) = state.withLock {
             state -> ([(CheckedContinuation<Snapshot, any Error>, Snapshot)], Bool) in
-            let wasFinished = state.snapshot.isFinished
+            let wasFinished = state.isFinished
             change(&state)
+            let isFinished = !wasFinished && state.isFinished
+            // Decoding the output costs as much as the output is long: only
+            // for a waiter (a browser's chatter has none).
+            guard !state.waiters.isEmpty else { return ([], isFinished) }
             let snapshot = state.snapshot
             var ready: [(CheckedContinuation<Snapshot, any Error>, Snapshot)] = []
             state.waiters.removeAll { waiter in
@@ -185,7 +191,7 @@ public final class ChildProcess: Sendable {
                 ready.append((waiter.continuation, snapshot))
                 return true
             }
-            return (ready, !wasFinished && snapshot.isFinished)
+            return (ready, isFinished)
         }
         if isFinished { finished.signal() }
         for (continuation, snapshot) in ready { continuation.resume(returning: snapshot) }
