@@ -79,7 +79,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // `dbwatch demo`'s schema: `Demo/Migrations` links to the
+            // repository's `Migrations/`, whose files become byte arrays
+            // (`PackageResources`), so the binary needs no file at run time.
+            resources: [.embedInCode("Demo/Migrations")]
         ),
         .target(
             name: "DBWatchHummingbird",
@@ -99,10 +103,12 @@ let package = Package(
             dependencies: ["CSQLite"],
             path: "Tests/CFaultInjection"
         ),
-        // Test support shared by the test targets: CPU load and the lock
-        // that keeps latency tests apart from headless-browser tests.
+        // Test support shared by the test targets: timeouts, gates,
+        // temporary directories, the kinds of database, CPU load and the
+        // lock that keeps latency tests apart from headless-browser tests.
         .target(
             name: "DBWatchTestSupport",
+            dependencies: ["DBWatch"],
             path: "Tests/DBWatchTestSupport"
         ),
         .testTarget(
@@ -117,6 +123,7 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 "DBWatchHummingbird",
+                "DBWatchTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import DBWatch
 @testable import DBWatchHummingbird
@@ -5,7 +6,7 @@ import Testing
 
 @Suite("Lifetimes: disconnect, shutdown, slow clients")
 struct LifetimeTests {
-    @Test(arguments: DatabaseKind.allCases)
+    @Test(arguments: DatabaseKind.queueAndPool)
     func disconnectEndsTheSubscriptionAtOnce(kind: DatabaseKind) async throws {
         try await withTimeout {
             try await LiveServer.with(kind: kind) { server in
@@ -33,7 +34,7 @@ struct LifetimeTests {
         }
     }
 
-    @Test(arguments: DatabaseKind.allCases)
+    @Test(arguments: DatabaseKind.queueAndPool)
     func gracefulShutdownEndsStreamsWithAFinalEventAndReturnsPromptly(kind: DatabaseKind) async throws {
         try await withTimeout {
             try await LiveServer.with(kind: kind) { server in

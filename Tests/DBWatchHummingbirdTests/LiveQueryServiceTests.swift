@@ -1,12 +1,13 @@
 import DBWatch
 import DBWatchHummingbird
+import DBWatchTestSupport
 import Logging
 import ServiceLifecycle
 import Testing
 
 @Suite("LiveQuery as a Service")
 struct LiveQueryServiceTests {
-    @Test(arguments: DatabaseKind.allCases)
+    @Test(arguments: DatabaseKind.queueAndPool)
     func gracefulShutdownEndsTheLiveQueryAndItsSubscribersPromptly(kind: DatabaseKind) async throws {
         try await withTimeout {
             let database = try await kind.makeDatabase()
@@ -40,7 +41,7 @@ struct LiveQueryServiceTests {
 
     @Test func gracefulShutdownEndsALiveQueryObservingWithoutSubscribers() async throws {
         try await withTimeout {
-            let database = try await DatabaseKind.queue.makeDatabase()
+            let database = try await DatabaseKind.inMemory.makeDatabase()
             let leaderboard = LiveQuery(TopPlayers(), in: database)
             let group = ServiceGroup(configuration: .init(services: [leaderboard.service], logger: quietLogger()))
             let running = Task { try await group.run() }

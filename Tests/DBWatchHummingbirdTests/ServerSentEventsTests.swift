@@ -1,11 +1,12 @@
 import AsyncHTTPClient
 import DBWatch
 import DBWatchHummingbird
+import DBWatchTestSupport
 import Testing
 
 @Suite("Server-sent events")
 struct ServerSentEventsTests {
-    @Test(arguments: DatabaseKind.allCases)
+    @Test(arguments: DatabaseKind.queueAndPool)
     func firstValueAtOnceThenUpdateAfterAWrite(kind: DatabaseKind) async throws {
         try await withTimeout {
             try await LiveServer.with(kind: kind) { server in

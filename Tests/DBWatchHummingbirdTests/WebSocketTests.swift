@@ -1,5 +1,6 @@
 import DBWatch
 import DBWatchHummingbird
+import DBWatchTestSupport
 import Foundation
 import HummingbirdWSClient
 import Logging

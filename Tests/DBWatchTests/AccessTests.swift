@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -91,11 +92,10 @@ struct AccessTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func cancellationInterruptsALongQuery(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func cancellationInterruptsALongQuery(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
-            let database: any DatabaseWriter =
-                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            let database = try kind.open(in: directory)
             let started = Gate()
             let stoppedAt = Locked<ContinuousClock.Instant?>(nil)
             let task = Task {
@@ -182,11 +182,10 @@ struct AccessTests {
         #expect(count == 0)
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func useAfterCloseThrows(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func useAfterCloseThrows(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
-            let database: any DatabaseWriter =
-                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            let database = try kind.open(in: directory)
             _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
             database.closeBlocking()
             database.closeBlocking()  // idempotent

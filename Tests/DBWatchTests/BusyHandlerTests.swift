@@ -1,4 +1,5 @@
 import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -7,8 +8,8 @@ import Testing
 /// Claims of an idle writer's connection by a caller's thread: closing,
 /// cancellation and errors while a write holds the claim.
 extension CallerThreadWriteTests {
-    @Test(arguments: ["memory", "pool"])
-    func closingFromAnotherThreadWhileAWriteIsClaimedReturns(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func closingFromAnotherThreadWhileAWriteIsClaimedReturns(kind: DatabaseKind) async throws {
         for _ in 0..<5 {
             try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
                 // close() waits on the queue's condition for the worker to exit;
@@ -59,7 +60,7 @@ extension CallerThreadWriteTests {
     @Test(arguments: settingsThatMakeCommitsWait)
     func aPoolWhoseSettingMakesCommitsWaitIsNotClaimed(setting: String) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let pool = try await makeDatabase("pool", in: directory)
+            let pool = try await makeDatabase(.pool, in: directory)
             let writer = try await writerThread(of: pool)
             try await pool.writeWithoutTransaction { db in try db.execute(sql: setting) }
             // Idle: without the setting, the write would be claimed.
@@ -75,17 +76,14 @@ extension CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func aCommitToAnAttachedFileNeverWaitsForItsLockOnTheCallersThread(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aCommitToAnAttachedFileNeverWaitsForItsLockOnTheCallersThread(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             // An attached file has a rollback journal: its COMMIT waits for
             // other connections' read locks, with the busy timeout.
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(45)
-            let database: any DatabaseWriter =
-                kind == "memory"
-                ? try DatabaseQueue(configuration: configuration)
-                : try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
+            let database = try kind.open(in: directory, configuration: configuration)
             let writer = try await writerThread(of: database)
             let auxPath = directory.file("aux.sqlite")
             try await database.writeWithoutTransaction { db in
@@ -114,8 +112,8 @@ extension CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func aBusyTimeoutSetByTheUserIsKept(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aBusyTimeoutSetByTheUserIsKept(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             try await database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA busy_timeout = 12345") }
@@ -130,8 +128,8 @@ extension CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func readingASettingKeepsClaims(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func readingASettingKeepsClaims(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             try await database.writeWithoutTransaction { db in
@@ -151,8 +149,8 @@ extension CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func claimedQueuedAndHostedWritesAllLandAndTheObservationSeesTheLast(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func claimedQueuedAndHostedWritesAllLandAndTheObservationSeesTheLast(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let claims = Locked(0)
@@ -199,8 +197,8 @@ extension CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func aCommitThatFailsOnTheCallersThreadRollsBackAndLeavesTheConnectionUsable(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aCommitThatFailsOnTheCallersThreadRollsBackAndLeavesTheConnectionUsable(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             try await database.write { db in

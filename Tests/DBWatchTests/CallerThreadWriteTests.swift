@@ -1,4 +1,5 @@
 import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -8,18 +9,14 @@ import Testing
 struct CallerThreadWriteTests {
     static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
-    /// `memory`: an in-memory queue; `file`: a queue on a file; `pool`: a pool.
+    /// A database of `kind` with a table `t`, its writer idle (except on a
+    /// file queue, whose writes never claim the writer's connection).
     func makeDatabase(
-        _ kind: String, in directory: TemporaryDirectory, configuration: Configuration = Configuration()
+        _ kind: DatabaseKind, in directory: TemporaryDirectory, configuration: Configuration = Configuration()
     ) async throws -> any DatabaseWriter {
-        let database: any DatabaseWriter
-        switch kind {
-        case "memory": database = try DatabaseQueue(configuration: configuration)
-        case "file": database = try DatabaseQueue(path: directory.file("queue.sqlite"), configuration: configuration)
-        default: database = try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
-        }
+        let database = try kind.open(in: directory, configuration: configuration)
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (v BLOB)") }
-        if kind != "file" { try await waitUntilIdle(database) }
+        if kind != .fileQueue { try await waitUntilIdle(database) }
         return database
     }
 
@@ -43,8 +40,8 @@ struct CallerThreadWriteTests {
         try await waitUntil { jobs.workerIsIdle }
     }
 
-    @Test(arguments: ["memory", "pool", "file"])
-    func uncontendedWritesRunOnTheCallersThread(kind: String) async throws {
+    @Test(arguments: [DatabaseKind.inMemory, .pool, .fileQueue])
+    func uncontendedWritesRunOnTheCallersThread(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let writer = try await writerThread(of: database)
@@ -62,7 +59,7 @@ struct CallerThreadWriteTests {
                 return (onWritersThread, onCallersThread)
             }
             #expect(try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 100)
-            if kind == "file" {
+            if kind == .fileQueue {
                 // A file queue's rollback journal may wait for another process at COMMIT: never claimed.
                 #expect(onCallersThread == 0)
                 #expect(onWritersThread == 100)
@@ -74,15 +71,12 @@ struct CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func turnedOffEveryWriteRunsOnTheWritersThread(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func turnedOffEveryWriteRunsOnTheWritersThread(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             var configuration = Configuration()
             configuration.writesOnCallerThread = false
-            let database: any DatabaseWriter =
-                kind == "memory"
-                ? try DatabaseQueue(configuration: configuration)
-                : try DatabasePool(path: directory.file("pool.sqlite"), configuration: configuration)
+            let database = try kind.open(in: directory, configuration: configuration)
             let writer = try await writerThread(of: database)
             let (threads, inTask) = try await withTimeout {
                 var threads: [pthread_t] = []
@@ -100,8 +94,8 @@ struct CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func aWriteWhileTheWriterIsBusyQueuesBehindIt(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aWriteWhileTheWriterIsBusyQueuesBehindIt(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let jobs = writerJobs(of: database)
@@ -175,8 +169,8 @@ struct CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func cancellingTheTaskInterruptsAClaimedWrite(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func cancellingTheTaskInterruptsAClaimedWrite(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let claimed = Locked(false)
@@ -209,8 +203,8 @@ struct CallerThreadWriteTests {
         }
     }
 
-    @Test(arguments: ["memory", "pool"])
-    func closingInsideAClaimedWriteCommitsItThenRefusesMore(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func closingInsideAClaimedWriteCommitsItThenRefusesMore(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             // Closing waits for the writer's thread, which waits for the
@@ -232,8 +226,8 @@ struct CallerThreadWriteTests {
             await #expect(throws: SQLiteError.self) {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('refused')") }
             }
-            if kind == "pool" {
-                let reopened = try DatabasePool(path: directory.file("pool.sqlite"))
+            if kind == .pool {
+                let reopened = try DatabasePool(path: directory.file("db.sqlite"))
                 let values = try await reopened.read { db in try db.fetchAll(String.self, sql: "SELECT v FROM t") }
                 #expect(values == ["last"])
                 await reopened.close()
@@ -264,8 +258,8 @@ struct CallerThreadWriteTests {
 
     @Test func checkpointsRunOnTheWritersThreadAndKeepTheWALBounded() async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
-            let pool = try await makeDatabase("pool", in: directory) as! DatabasePool
-            let walPath = directory.file("pool.sqlite-wal")
+            let pool = try await makeDatabase(.pool, in: directory) as! DatabasePool
+            let walPath = directory.file("db.sqlite-wal")
             let writer = try await writerThread(of: pool)
             let pageSize = try await pool.read { db in try db.fetchOne(Int.self, sql: "PRAGMA page_size") } ?? 4096
             // 3,000 pages without a checkpoint would make a WAL of 3,000

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// The SQLite traps of ../shared/design/observation.md: each one would make
@@ -110,11 +111,10 @@ struct ChangeTrackingTrapTests {
 
     /// The authorizer reports a read of a generated column, not of the
     /// columns it is computed from, which are what an UPDATE sets.
-    @Test(arguments: ["VIRTUAL", "STORED"], ["queue", "pool"])
-    func generatedColumnsFollowTheirSources(storage: String, kind: String) async throws {
+    @Test(arguments: ["VIRTUAL", "STORED"], DatabaseKind.queueAndPool)
+    func generatedColumnsFollowTheirSources(storage: String, kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
-            let database: any DatabaseWriter =
-                kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+            let database = try kind.open(in: directory)
             defer { database.close() }
             try await database.write { db in
                 try db.execute(

@@ -1,5 +1,6 @@
 import CSQLite
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -10,10 +11,6 @@ import Testing
 /// an endless statement. A write either commits or is rolled back.
 @Suite("Closing a database")
 struct ClosingTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case memoryQueue, fileQueue, pool
-    }
-
     /// Never ends on its own; reads `t`, so that it has a region.
     static let endlessSQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c, t"
 
@@ -31,19 +28,14 @@ struct ClosingTests {
 
     /// A database of `kind` in `directory`, with a table `t` of one row.
     static func open(
-        _ kind: Kind, in directory: TemporaryDirectory, gracePeriod: Duration = .milliseconds(200),
+        _ kind: DatabaseKind, in directory: TemporaryDirectory, gracePeriod: Duration = .milliseconds(200),
         configure: (inout Configuration) -> Void = { _ in }
     ) async throws -> any DatabaseWriter {
         var configuration = Configuration()
         configuration.closeGracePeriod = gracePeriod
         configuration.maximumReaderCount = 1
         configure(&configuration)
-        let database: any DatabaseWriter =
-            switch kind {
-            case .memoryQueue: try DatabaseQueue(configuration: configuration)
-            case .fileQueue: try DatabaseQueue(path: directory.file("db.sqlite"), configuration: configuration)
-            case .pool: try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            }
+        let database = try kind.open(in: directory, configuration: configuration)
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
         return database
     }
@@ -89,8 +81,8 @@ struct ClosingTests {
 
     @Test(
         "close() interrupts an endless fetch; both forms of the observation end with the closed error",
-        arguments: Kind.allCases)
-    func closeInterruptsAnEndlessFetch(kind: Kind) async throws {
+        arguments: DatabaseKind.allCases)
+    func closeInterruptsAnEndlessFetch(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -132,8 +124,8 @@ struct ClosingTests {
 
     @Test(
         "releasing the last reference interrupts an endless fetch and ends the observation",
-        arguments: Kind.allCases)
-    func releasingTheLastReferenceInterruptsAnEndlessFetch(kind: Kind) async throws {
+        arguments: DatabaseKind.allCases)
+    func releasingTheLastReferenceInterruptsAnEndlessFetch(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let holder = Holder(try await Self.open(kind, in: directory))
             let started = Gate()
@@ -154,8 +146,10 @@ struct ClosingTests {
         }
     }
 
-    @Test("a LiveQuery of an endless request returns from run() when the database closes", arguments: Kind.allCases)
-    func liveQueryRunEndsAtClose(kind: Kind) async throws {
+    @Test(
+        "a LiveQuery of an endless request returns from run() when the database closes",
+        arguments: DatabaseKind.allCases)
+    func liveQueryRunEndsAtClose(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -176,8 +170,8 @@ struct ClosingTests {
     /// they all return once the close is done.
     @Test(
         "close() async from many tasks while a write runs leaves the cooperative pool free",
-        arguments: [Kind.fileQueue, .pool])
-    func asyncCloseDoesNotBlockCooperativeThreads(kind: Kind) async throws {
+        arguments: DatabaseKind.onFile)
+    func asyncCloseDoesNotBlockCooperativeThreads(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory, gracePeriod: .seconds(60)) {
                 // The write runs on the writer's thread, never on a cooperative one.
@@ -228,8 +222,8 @@ struct ClosingTests {
 
     /// `close() async` stops work like `close()`: after the grace period an
     /// endless read is interrupted and the observations end.
-    @Test("close() async interrupts an endless read after the grace period", arguments: Kind.allCases)
-    func asyncCloseInterruptsAnEndlessRead(kind: Kind) async throws {
+    @Test("close() async interrupts an endless read after the grace period", arguments: DatabaseKind.allCases)
+    func asyncCloseInterruptsAnEndlessRead(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let (results, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
@@ -256,8 +250,8 @@ struct ClosingTests {
 
     @Test(
         "close() interrupts an endless read, and a read queued behind it fails without running",
-        arguments: Kind.allCases)
-    func closeInterruptsAnEndlessRead(kind: Kind) async throws {
+        arguments: DatabaseKind.allCases)
+    func closeInterruptsAnEndlessRead(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -289,8 +283,8 @@ struct ClosingTests {
 
     /// A write that runs when `close()` is called and ends within the grace
     /// period commits, and the caller gets its value.
-    @Test("a write running at close() and ending within the grace period commits", arguments: Kind.allCases)
-    func aWriteEndingWithinTheGracePeriodCommits(kind: Kind) async throws {
+    @Test("a write running at close() and ending within the grace period commits", arguments: DatabaseKind.allCases)
+    func aWriteEndingWithinTheGracePeriodCommits(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory, gracePeriod: .seconds(30))
             let started = Gate()
@@ -314,7 +308,7 @@ struct ClosingTests {
             let changes = try await withTimeout { try await writing.value }
             #expect(changes == 1)
             try await withTimeout { await closing.value }
-            if kind != .memoryQueue {
+            if kind != .inMemory {
                 #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1, 2])
             }
         }
@@ -325,8 +319,8 @@ struct ClosingTests {
     /// of it is committed, and nothing is reported as written that was not.
     @Test(
         "a write still running after the grace period is rolled back with the closed error",
-        arguments: Kind.allCases)
-    func anEndlessWriteIsRolledBack(kind: Kind) async throws {
+        arguments: DatabaseKind.allCases)
+    func anEndlessWriteIsRolledBack(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -341,7 +335,7 @@ struct ClosingTests {
             try await Self.close(database)
             let result = try await withTimeout { await writing.result }
             #expect(Self.isClosedError(result.error), "\(result)")
-            if kind != .memoryQueue {
+            if kind != .inMemory {
                 #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1])
             }
         }
@@ -349,8 +343,8 @@ struct ClosingTests {
 
     /// A task on `writerExecutor` runs its write inline on the writer's
     /// thread: the close interrupts it there too.
-    @Test("close() interrupts an endless write of a task on writerExecutor", arguments: Kind.allCases)
-    func closeInterruptsAnInlineWrite(kind: Kind) async throws {
+    @Test("close() interrupts an endless write of a task on writerExecutor", arguments: DatabaseKind.allCases)
+    func closeInterruptsAnInlineWrite(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -365,7 +359,7 @@ struct ClosingTests {
             try await Self.close(database)
             let result = try await withTimeout { await writing.result }
             #expect(Self.isClosedError(result.error), "\(result)")
-            if kind != .memoryQueue {
+            if kind != .inMemory {
                 #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1])
             }
         }
@@ -376,8 +370,8 @@ struct ClosingTests {
     /// and the transaction rolls back.
     @Test(
         "a write between statements at the end of the grace period fails at its next statement",
-        arguments: Kind.allCases)
-    func aWriteBetweenStatementsFailsAtItsNextStatement(kind: Kind) async throws {
+        arguments: DatabaseKind.allCases)
+    func aWriteBetweenStatementsFailsAtItsNextStatement(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let started = Gate()
@@ -394,7 +388,7 @@ struct ClosingTests {
             try await Self.close(database)
             let result = try await withTimeout { await writing.result }
             #expect(Self.isClosedError(result.error), "\(result)")
-            if kind != .memoryQueue {
+            if kind != .inMemory {
                 #expect(try await Self.rows(in: directory.file("db.sqlite")) == [1])
             }
         }
@@ -402,8 +396,8 @@ struct ClosingTests {
 
     /// A write waiting for another connection's lock (here, the busy
     /// timeout is a minute) stops waiting when the grace period ends.
-    @Test("close() ends a write's wait for another connection's lock", arguments: [Kind.fileQueue, .pool])
-    func closeEndsALockWait(kind: Kind) async throws {
+    @Test("close() ends a write's wait for another connection's lock", arguments: DatabaseKind.onFile)
+    func closeEndsALockWait(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let waiting = Gate()
             let database = try await Self.open(kind, in: directory) { configuration in
@@ -427,8 +421,8 @@ struct ClosingTests {
 
     /// A migration whose statement does not end is interrupted at the end
     /// of the grace period; the migration rolls back and is not recorded.
-    @Test("close() interrupts a running migration, which is not recorded", arguments: [Kind.fileQueue, .pool])
-    func closeInterruptsAMigration(kind: Kind) async throws {
+    @Test("close() interrupts a running migration, which is not recorded", arguments: DatabaseKind.onFile)
+    func closeInterruptsAMigration(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let migrator = try Migrator(migrations: [

@@ -1,5 +1,6 @@
 import CFaultInjection
 import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -34,12 +35,12 @@ struct DiskFaultTests {
         /// The URI that opens `path` through this VFS.
         func uri(_ path: String) -> String { "file:\(path)?vfs=\(name)" }
 
-        /// A queue or a pool on `path`, opened through this VFS.
-        func open(_ kind: Kind, at path: String) throws -> any DatabaseWriter {
-            switch kind {
-            case .queue: try DatabaseQueue(path: uri(path), configuration: configuration)
-            case .pool: try DatabasePool(path: uri(path), configuration: configuration)
-            }
+        /// A queue or a pool on `path`, opened through this VFS (the faults
+        /// are the file's: an in-memory kind opens a queue on the file too).
+        func open(_ kind: DatabaseKind, at path: String) throws -> any DatabaseWriter {
+            kind == .pool
+                ? try DatabasePool(path: uri(path), configuration: configuration)
+                : try DatabaseQueue(path: uri(path), configuration: configuration)
         }
 
         var configuration: Configuration {
@@ -83,15 +84,11 @@ struct DiskFaultTests {
         }
     }
 
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// A write whose commit fails on a full disk publishes nothing, leaves
     /// nothing pending for the next commit, and loses no committed data; the
     /// connection and its observations keep working.
-    @Test("a failed commit publishes nothing", arguments: Kind.allCases)
-    func failedCommitPublishesNothing(kind: Kind) async throws {
+    @Test("a failed commit publishes nothing", arguments: DatabaseKind.onFile)
+    func failedCommitPublishesNothing(kind: DatabaseKind) async throws {
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
             let database = try disk.open(kind, at: directory.file("db.sqlite"))
@@ -149,8 +146,8 @@ struct DiskFaultTests {
     /// write reaches the disk (the rollback journal during the statement,
     /// the WAL at commit); committed data stays, and writes work again once
     /// there is space.
-    @Test("a full disk is a typed error and loses nothing", arguments: Kind.allCases)
-    func fullDiskLosesNothing(kind: Kind) async throws {
+    @Test("a full disk is a typed error and loses nothing", arguments: DatabaseKind.onFile)
+    func fullDiskLosesNothing(kind: DatabaseKind) async throws {
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
             let database = try disk.open(kind, at: directory.file("db.sqlite"))
@@ -184,8 +181,8 @@ struct DiskFaultTests {
     /// A full disk in the middle of migrating: the migration that hits it is
     /// rolled back, those before it stay applied, and migrating again once
     /// there is space applies the rest exactly once.
-    @Test("a full disk during migrations loses nothing", arguments: Kind.allCases)
-    func fullDiskDuringMigrations(kind: Kind) async throws {
+    @Test("a full disk during migrations loses nothing", arguments: DatabaseKind.onFile)
+    func fullDiskDuringMigrations(kind: DatabaseKind) async throws {
         let migrator = try Migrator(migrations: [
             Migration(number: 1, name: "team", sql: "CREATE TABLE team (id INTEGER PRIMARY KEY, name TEXT);"),
             Migration(number: 2, name: "player", sql: "CREATE TABLE player (id INTEGER PRIMARY KEY, team_id INT);"),
@@ -242,8 +239,8 @@ struct DiskFaultTests {
 
     /// An I/O error while a refetch reads the database: the `Result` form
     /// delivers it as a typed error and recovers at the next change.
-    @Test("a read error is delivered, then recovered from", arguments: Kind.allCases)
-    func readErrorIsDeliveredThenRecovered(kind: Kind) async throws {
+    @Test("a read error is delivered, then recovered from", arguments: DatabaseKind.onFile)
+    func readErrorIsDeliveredThenRecovered(kind: DatabaseKind) async throws {
         let disk = try FaultyDisk()
         try await withTemporaryDirectory { directory in
             let database = try disk.open(kind, at: directory.file("db.sqlite"))
@@ -255,7 +252,7 @@ struct DiskFaultTests {
             try await values.wait(forCount: 1)
             let readError = SQLITE_IOERR | (1 << 8)  // SQLITE_IOERR_READ
             switch kind {
-            case .queue:
+            case .inMemory, .fileQueue:
                 // The refetch runs on this connection after this job: reads
                 // fail from the moment the INSERT has committed on its own.
                 try await database.writeWithoutTransaction { db in

@@ -116,22 +116,15 @@ struct ExternalChangeTests {
         }
     }
 
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// A file database of `kind` in WAL mode with detection on and a 30 s
     /// poll: a commit that inotify misses shows as a timeout.
-    static func walWithSlowPoll(_ kind: Kind, pollInterval: Duration = .seconds(30)) -> (String) throws ->
+    static func walWithSlowPoll(_ kind: DatabaseKind, pollInterval: Duration = .seconds(30)) -> (String) throws ->
         any DatabaseWriter
     {
         { path in
             var configuration = Configuration()
             configuration.externalChangeDetection = ExternalChangeDetection(pollInterval: pollInterval)
-            switch kind {
-            case .queue: return try DatabaseQueue(path: path, configuration: configuration)
-            case .pool: return try DatabasePool(path: path, configuration: configuration)
-            }
+            return try kind.open(at: path, configuration: configuration)
         }
     }
 
@@ -144,8 +137,8 @@ struct ExternalChangeTests {
     /// Skipped under the thread sanitizer: it measures latency, which the
     /// sanitizer's slowdown makes meaningless, and its spinning threads
     /// would starve the rest of the sanitized suite.
-    @Test(.disabled(if: isThreadSanitized, "measures latency under load"), arguments: Kind.allCases)
-    func spacedCommitsOfAKeptConnectionUnderLoad(kind: Kind) async throws {
+    @Test(.disabled(if: isThreadSanitized, "measures latency under load"), arguments: DatabaseKind.onFile)
+    func spacedCommitsOfAKeptConnectionUnderLoad(kind: DatabaseKind) async throws {
         try await Self.watching(
             IntRequest("SELECT count(*) FROM t"), schema: "PRAGMA journal_mode = WAL; CREATE TABLE t (v)",
             open: Self.walWithSlowPoll(kind)

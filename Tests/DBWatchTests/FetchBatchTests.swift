@@ -1,3 +1,6 @@
+import CFaultInjection
+import CSQLite
+import DBWatchTestSupport
 import Foundation
 import Logging
 import Testing
@@ -37,15 +40,8 @@ struct FetchBatchTests {
         func hash(into hasher: inout Hasher) { hasher.combine(salt) }
     }
 
-    /// Runs `body` with a pool on a new file holding an empty table `t`.
-    func withPoolOfTableT(_ body: (DatabasePool) async throws -> Void) async throws {
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
-            try await body(pool)
-        }
-    }
+    /// An empty table `t`.
+    static let schemaOfTableT = "CREATE TABLE t (id INTEGER PRIMARY KEY)"
 
     final class FetchCounter: Sendable {
         private let value = Locked(0)
@@ -54,7 +50,7 @@ struct FetchBatchTests {
     }
 
     @Test func theRefetchesOfOneCommitRunOnOneReader() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let log = FetchLog()
             let logging = HookedCount.Hook { db, salt, count in
                 log.entries.withLock { $0.append((salt, ObjectIdentifier(db), count)) }
@@ -116,7 +112,7 @@ struct FetchBatchTests {
     /// least `minimumBatchSize` (3 parts for 100): while one part waits, the
     /// others deliver.
     @Test func manyRefetchesAreSharedAmongTheReaders() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let gate = Gate()
             defer { gate.open() }
             // Observation 0 waits for the gate once the table has rows.
@@ -150,7 +146,7 @@ struct FetchBatchTests {
     }
 
     @Test func aSlowFetchDelaysNoOtherObservation() async throws {
-        try await withPoolOfTableT { pool in
+        try await withPool(schema: Self.schemaOfTableT) { pool in
             let gate = Gate()
             defer { gate.open() }
             let blocked = FetchCounter()
@@ -192,6 +188,95 @@ struct FetchBatchTests {
                 try await recorder.wait { $0.last?.value == (index + 1) * 1000 + 2 }
             }
             #expect(blocked.current == 3)
+        }
+    }
+}
+
+// MARK: - One fetch does not spoil the others
+
+/// The fetches of a batch share one read transaction, so what one fetch
+/// does to it (a read error that rolls it back, a commit landing between
+/// its statements) must not reach the others.
+extension FetchBatchTests {
+    /// Gives each fetch of an armed refetch batch its role by arrival order
+    /// (both run on one reader, one after the other).
+    final class Roles: Sendable {
+        private let state = Locked<(armed: Bool, arrivals: Int)>((false, 0))
+        let firstStatementRead = Gate()
+        let committed = Gate()
+        let disk: DiskFaultTests.FaultyDisk
+
+        init(disk: DiskFaultTests.FaultyDisk) { self.disk = disk }
+
+        func arm() { state.withLock { $0.armed = true } }
+
+        /// 0 for the first fetch of the armed batch, 1 for the second; nil otherwise.
+        func arrive() -> Int? {
+            state.withLock { state in
+                guard state.armed else { return nil }
+                defer { state.arrivals += 1 }
+                return state.arrivals
+            }
+        }
+    }
+
+    /// `count(*)` of `t`, read twice. In an armed batch, the first fetch
+    /// meets a read error (SQLite rolls back the transaction), and the second
+    /// lets a commit land between its two statements.
+    struct TwiceCount: Queryable {
+        static let defaultValue: [Int] = []
+        let salt: Int
+        let roles: Roles
+
+        func fetch(_ db: Database) throws -> [Int] {
+            switch roles.arrive() {
+            case 0?:
+                roles.disk.failReads(with: SQLITE_IOERR | (1 << 8))
+                defer { roles.disk.failReads(with: nil) }
+                return [try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? -1]
+            case 1?:
+                let first = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? -1
+                roles.firstStatementRead.open()
+                roles.committed.blockingWait()
+                return [first, try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? -1]
+            default:
+                let first = try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? -1
+                return [first, try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? -1]
+            }
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.salt == rhs.salt && lhs.roles === rhs.roles }
+        func hash(into hasher: inout Hasher) { hasher.combine(salt) }
+    }
+
+    /// A read error rolls the batch's transaction back (SQLite does so for
+    /// I/O errors); the fetches after it in the batch must still each see
+    /// one committed state, not one per statement.
+    @Test func aReadErrorThatEndsTheTransactionLeavesLaterFetchesConsistent() async throws {
+        let disk = try DiskFaultTests.FaultyDisk()
+        try await withTemporaryDirectory { directory in
+            let pool = try disk.open(.pool, at: directory.file("db.sqlite"))
+            defer { pool.close() }
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
+            let roles = Roles(disk: disk)
+            defer { roles.committed.open() }
+            let recorders = (0..<2).map { record(pool.observe(TwiceCount(salt: $0, roles: roles))) }
+            defer { for (_, task) in recorders { task.cancel() } }
+            for (recorder, _) in recorders { try await recorder.wait(forCount: 1) }
+
+            roles.arm()
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            try await withTimeout { await roles.firstStatementRead.wait() }
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+            roles.committed.open()
+            for (recorder, _) in recorders {
+                try await recorder.wait { $0.last?.value?.first == 2 }
+            }
+            for (recorder, _) in recorders {
+                for case .success(let counts) in recorder.values {
+                    #expect(Set(counts).count == 1, "a value mixes two states: \(counts)")
+                }
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Testing
 
 @Suite("LiveQuery, rate limit, explain")
@@ -156,10 +157,6 @@ struct LiveQueryTests {
 /// when they ask, observe on demand without `run()`, and end on `finish()`.
 @Suite("LiveQuery subscribers: fetched values, results, on demand, finish")
 struct LiveQuerySubscriberTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// Names by prefix, whose fetches wait for `release` (on a connection
     /// thread, never a cooperative one); `["(loading)"]` before a fetch.
     struct GatedNames: Queryable {
@@ -173,12 +170,8 @@ struct LiveQuerySubscriberTests {
         }
     }
 
-    static func open(_ kind: Kind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
-        let database: any DatabaseWriter =
-            switch kind {
-            case .queue: try DatabaseQueue()
-            case .pool: try DatabasePool(path: directory.file("db.sqlite"))
-            }
+    static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+        let database = try kind.open(in: directory)
         try await database.write { db in try db.execute(sql: playerSchema) }
         return database
     }
@@ -189,8 +182,8 @@ struct LiveQuerySubscriberTests {
         }
     }
 
-    @Test(arguments: Kind.allCases, [false, true])
-    func aSubscriberBeforeTheFirstFetchWaitsForIt(kind: Kind, running: Bool) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool, [false, true])
+    func aSubscriberBeforeTheFirstFetchWaitsForIt(kind: DatabaseKind, running: Bool) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             try await Self.insert("ann", into: database)
@@ -225,8 +218,8 @@ struct LiveQuerySubscriberTests {
     }
 
     /// A fetched value equal to `defaultValue` is delivered: it is a fact.
-    @Test(arguments: Kind.allCases)
-    func aFetchedValueEqualToTheDefaultIsDelivered(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aFetchedValueEqualToTheDefaultIsDelivered(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let live = LiveQuery(IntRequest("SELECT count(*) FROM player"), in: database)
@@ -240,8 +233,8 @@ struct LiveQuerySubscriberTests {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func resultsDeliverErrorsAndRecoveryValuesSkipThem(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func resultsDeliverErrorsAndRecoveryValuesSkipThem(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let live = LiveQuery(IntRequest("SELECT count(*) FROM missing"), in: database)
@@ -290,8 +283,8 @@ struct LiveQuerySubscriberTests {
     /// Without `run()`, the live query observes while it has subscribers:
     /// the last one leaving stops it, and a new one starts it again with a
     /// fresh value, never the one held from before.
-    @Test(arguments: Kind.allCases)
-    func withoutRunItObservesWhileItHasSubscribers(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func withoutRunItObservesWhileItHasSubscribers(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             try await Self.insert("ann", into: database)
@@ -321,8 +314,8 @@ struct LiveQuerySubscriberTests {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func finishEndsRunAndSubscribersAndRunStartsAgain(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func finishEndsRunAndSubscribersAndRunStartsAgain(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             try await Self.insert("ann", into: database)
@@ -373,8 +366,8 @@ struct LiveQuerySubscriberTests {
 
     /// A database that closes ends subscribers of a live query that never
     /// ran; the results form ends with the closed error.
-    @Test(arguments: Kind.allCases)
-    func closingTheDatabaseEndsOnDemandSubscribers(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func closingTheDatabaseEndsOnDemandSubscribers(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let live = LiveQuery(PlayerNames(), in: database)

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -161,8 +162,8 @@ extension LockWaitTests {
 
     /// `DatabasePool.init` turns on WAL mode after opening the writer; on a
     /// rollback-journal file that another connection is reading, that waits
-    /// for the lock. Cancelling the task ended the wait, but the init threw
-    /// `.busy`, unlike the open just before it (review of fe24ba5).
+    /// for the lock. Cancelling the task ends the wait, and the init throws
+    /// `CancellationError` (not `.busy`), like a cancelled open.
     @Test func cancellingAPoolInitWhileItTurnsOnWALThrowsCancellationError() async throws {
         let outcome = try await cancelledOpen(holding: ["BEGIN", "SELECT * FROM t"]) { path, configuration in
             try DatabasePool(path: path, configuration: configuration)

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -31,8 +32,8 @@ struct MigrationConcurrencyTests {
 
     static let allNumbers = Array(1...8)
 
-    private static func open(_ kind: String, _ path: String) throws -> any DatabaseWriter {
-        kind == "pool" ? try DatabasePool(path: path) : try DatabaseQueue(path: path)
+    private static func open(_ kind: DatabaseKind, _ path: String) throws -> any DatabaseWriter {
+        try kind.open(at: path)
     }
 
     /// Checks that every migration was applied once and recorded once.
@@ -47,8 +48,8 @@ struct MigrationConcurrencyTests {
         #expect(try await migrator.status(of: writer).isUpToDate)
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func twoConnectionsMigrateOneFileAtOnce(kind: String) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func twoConnectionsMigrateOneFileAtOnce(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             for round in 0..<5 {
                 let path = directory.file("db-\(round).sqlite")
@@ -69,8 +70,8 @@ struct MigrationConcurrencyTests {
     /// Both migrators plan before either applies, so the second one's plan
     /// is stale: inside its transaction it must see what the first applied
     /// and skip it.
-    @Test(arguments: ["queue", "pool"])
-    func staleMigratorSkipsWhatTheOtherApplied(kind: String) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func staleMigratorSkipsWhatTheOtherApplied(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let first = try Self.open(kind, path)
@@ -93,8 +94,8 @@ struct MigrationConcurrencyTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func stalePlansRacing(kind: String) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func stalePlansRacing(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             for round in 0..<5 {
                 let path = directory.file("db-\(round).sqlite")

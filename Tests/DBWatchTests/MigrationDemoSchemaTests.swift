@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -21,7 +22,7 @@ struct MigrationDemoSchemaTests {
 
     @Test(
         .enabled(
-            if: sqliteShellIsInstalled,
+            if: SQLiteShell.isAvailable,
             "the stock sqlite3 shell is not installed at /usr/bin/sqlite3 (CI installs it); not checked here"))
     func stockShellAppliesEachFileInOrder() async throws {
         try await withTemporaryDirectory { directory in
@@ -30,11 +31,11 @@ struct MigrationDemoSchemaTests {
                 let shellPath = directory.file("shell.sqlite")
                 for migration in migrator.migrations {
                     // sqlite3 db < file
-                    let output = try await runProcess(
-                        sqliteShellPath, arguments: [shellPath],
-                        inputPath: repositoryMigrationsPath + "/" + migration.fileName, in: directory)
-                    #expect(output.status == 0, "\(migration.fileName): \(output.standardError)")
-                    #expect(output.standardError.isEmpty, "\(migration.fileName): \(output.standardError)")
+                    let output = try await ChildProcess.run(
+                        [SQLiteShell.path, shellPath],
+                        input: .file(repositoryMigrationsPath + "/" + migration.fileName))
+                    #expect(output.exitStatus == 0, "\(migration.fileName): \(output.stderr)")
+                    #expect(output.stderr.isEmpty, "\(migration.fileName): \(output.stderr)")
                 }
                 let shellQueue = try DatabaseQueue(path: shellPath)
                 let tables = try await schemaObjectNames(in: shellQueue)

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -227,4 +228,41 @@ struct MigrationLoadingTests {
         #expect(MigrationError.Code.gap.description == "gap")
     }
 
+
+    /// A migration from a file and the same text in code have the same
+    /// checksum, so either continues a database the other started; renaming
+    /// only the description is harmless.
+    @Test func fileAndCodeMigratorsContinueEachOther() async throws {
+        try await withTimeout {
+            try await withTemporaryDirectory { directory in
+                let first = "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
+                let second = "ALTER TABLE player ADD COLUMN team TEXT;"
+                let third = "CREATE INDEX player_on_team ON player(team);"
+                let folder = directory.file("Migrations")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                try first.write(toFile: folder + "/0001_create_player.sql", atomically: true, encoding: .utf8)
+                try second.write(toFile: folder + "/0002_add_player_team.sql", atomically: true, encoding: .utf8)
+                try third.write(toFile: folder + "/0003_index_team.sql", atomically: true, encoding: .utf8)
+                let fromFiles = try Migrator(directory: folder)
+                let inCode = try Migrator(migrations: [
+                    Migration(number: 1, name: "make_player", sql: first),  // renamed description
+                    Migration(number: 2, name: "add_player_team", sql: second),
+                    Migration(number: 3, name: "index_team", sql: third),
+                ])
+                let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
+                defer { queue.close() }
+
+                #expect(try await fromFiles.migrate(queue, upTo: 1).map(\.number) == [1])
+                #expect(try await inCode.migrate(queue, upTo: 2).map(\.number) == [2])
+                #expect(try await fromFiles.migrate(queue).map(\.number) == [3])
+
+                for migrator in [fromFiles, inCode] {
+                    let status = try await migrator.status(of: queue)
+                    #expect(status.isUpToDate)
+                    #expect(status.applied.map(\.number) == [1, 2, 3])
+                    #expect(try await migrator.migrate(queue).isEmpty)
+                }
+            }
+        }
+    }
 }

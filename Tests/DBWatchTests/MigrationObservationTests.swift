@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -25,8 +26,8 @@ struct MigrationObservationTests {
     static let countLater = IntRequest("SELECT count(*) FROM later")
 
     /// An in-memory queue, or a pool on a file of `directory`.
-    private static func open(_ kind: String, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
-        kind == "pool" ? try DatabasePool(path: directory.file("db.sqlite")) : try DatabaseQueue()
+    private static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        try kind.open(in: directory)
     }
 
     /// Whether `result` is the error of a query on the missing table `later`.
@@ -35,8 +36,8 @@ struct MigrationObservationTests {
         return error.message == "no such table: later"
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func observationOfACreatedTableStartsSucceeding(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func observationOfACreatedTableStartsSucceeding(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             let (recorder, task) = record(writer.observe(Self.countLater))
@@ -58,8 +59,8 @@ struct MigrationObservationTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func observationOfADroppedTableGetsAnErrorValue(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func observationOfADroppedTableGetsAnErrorValue(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             try await Self.migrator.migrate(writer, upTo: 1)
@@ -79,8 +80,8 @@ struct MigrationObservationTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func throwingObservationEndsWithAnErrorAfterTheDrop(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func throwingObservationEndsWithAnErrorAfterTheDrop(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             try await Self.migrator.migrate(writer, upTo: 1)

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -416,8 +417,8 @@ struct MigrationTests {
     /// Drops of every kind of schema object take effect, plain and with
     /// `IF EXISTS`, and a view can be redefined in one migration: a
     /// migration recorded as applied changed what it says.
-    @Test(arguments: ["queue", "pool"])
-    func dropsAndRedefinitionsTakeEffect(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func dropsAndRedefinitionsTakeEffect(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             defer { writer.close() }
@@ -482,8 +483,8 @@ struct MigrationTests {
             ALTER TABLE new_team RENAME TO team;
             """)
 
-    private static func open(_ kind: String, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
-        kind == "pool" ? try DatabasePool(path: directory.file("db.sqlite")) : try DatabaseQueue()
+    private static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        try kind.open(in: directory)
     }
 
     private static func count(_ table: String, in writer: some DatabaseWriter) async throws -> Int {
@@ -500,8 +501,8 @@ struct MigrationTests {
         #expect(try await Self.count("player", in: queue) == 0)
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func tableRebuildDoesNotCascadeIntoChildTables(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func tableRebuildDoesNotCascadeIntoChildTables(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
             try await Self.migrator.migrate(writer, upTo: 2)
@@ -587,11 +588,12 @@ struct MigrationTests {
             var probeConfiguration = Configuration()
             probeConfiguration.busyTimeout = .zero
             let probe = try DatabaseQueue(path: path, configuration: probeConfiguration)
+            // SQLite announces no lock: the probe checks every millisecond.
             try await withTimeout {
                 while true {
                     do {
                         try await probe.write { _ in }
-                        await Task.yield()
+                        try await Task.sleep(for: .milliseconds(1))
                     } catch let error as SQLiteError where error.code.primary == .busy {
                         break
                     }

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// The lifecycle of observations and of `LiveQuery` under load: request
@@ -32,18 +33,12 @@ struct ObservationLifecycleTests {
         }
     }
 
-    static func withPool(
-        readers: Int = 2, closeGracePeriod: Duration = .seconds(1), _ body: (DatabasePool) async throws -> Void
-    ) async throws {
-        try await withTemporaryDirectory { directory in
-            var configuration = Configuration()
-            configuration.maximumReaderCount = readers
-            configuration.closeGracePeriod = closeGracePeriod
-            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            defer { pool.close() }
-            try await pool.write { db in try db.execute(sql: playerSchema) }
-            try await body(pool)
-        }
+    /// A configuration with `readers` readers and a close grace period.
+    static func configuration(readers: Int, closeGracePeriod: Duration = .seconds(1)) -> Configuration {
+        var configuration = Configuration()
+        configuration.maximumReaderCount = readers
+        configuration.closeGracePeriod = closeGracePeriod
+        return configuration
     }
 
     // MARK: - LiveQuery
@@ -144,7 +139,7 @@ struct ObservationLifecycleTests {
     /// The old request's fetch, still running when the request changes,
     /// finishes after the new request's value: `value` never goes back.
     @Test func aFetchOfTheOldRequestFinishingLateDoesNotReplaceTheNewValue() async throws {
-        try await Self.withPool(readers: 2) { pool in
+        try await withPool(configuration: Self.configuration(readers: 2), schema: playerSchema) { pool in
             try await Self.insert("ann", "bob", into: pool)
             let started = Gate()
             let release = Gate()
@@ -303,7 +298,7 @@ struct ObservationLifecycleTests {
     /// and between values: the other consumer is unaffected, and the
     /// observation count goes back to zero.
     @Test func cancellationAtEachStepWhileSharingAFetch() async throws {
-        try await Self.withPool(readers: 2) { pool in
+        try await withPool(configuration: Self.configuration(readers: 2), schema: playerSchema) { pool in
             let started = Gate()
             let release = Gate()
             let request = GatedSearch(prefix: "", started: started, release: release)
@@ -354,7 +349,7 @@ struct ObservationLifecycleTests {
     /// consumer of one of them leaving interrupts its fetch only, and the
     /// others in the batch still deliver.
     @Test func cancellingOneFetchOfABatchLeavesTheOthers() async throws {
-        try await Self.withPool(readers: 1) { pool in
+        try await withPool(configuration: Self.configuration(readers: 1), schema: playerSchema) { pool in
             let started = Gate()
             let (names, namesTask) = record(pool.observe(PlayerNames()))
             defer { namesTask.cancel() }
@@ -381,7 +376,8 @@ struct ObservationLifecycleTests {
 
     /// (Within the grace period, long here: the fetch waits for the test.)
     @Test func closingAPoolWhileAFetchIsInFlightEndsTheObservation() async throws {
-        try await Self.withPool(readers: 1, closeGracePeriod: .seconds(60)) { pool in
+        let configuration = Self.configuration(readers: 1, closeGracePeriod: .seconds(60))
+        try await withPool(configuration: configuration, schema: playerSchema) { pool in
             let started = Gate()
             let release = Gate()
             let (recorder, task) = record(pool.observe(GatedSearch(prefix: "", started: started, release: release)))

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// A randomized model-based test with a fixed seed: random write scripts

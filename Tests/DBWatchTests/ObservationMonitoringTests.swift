@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Logging
 import Testing
 
@@ -6,26 +7,18 @@ import Testing
 /// subscriptions they have, and the warnings of failing ones.
 @Suite("Monitoring observations: counts and logs")
 struct ObservationMonitoringTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     static func open(
-        _ kind: Kind, in directory: TemporaryDirectory, logger: Logger? = nil
+        _ kind: DatabaseKind, in directory: TemporaryDirectory, logger: Logger? = nil
     ) async throws -> any DatabaseWriter {
         var configuration = Configuration()
         if let logger { configuration.logger = logger }
-        let database: any DatabaseWriter =
-            switch kind {
-            case .queue: try DatabaseQueue(configuration: configuration)
-            case .pool: try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            }
+        let database = try kind.open(in: directory, configuration: configuration)
         try await database.write { db in try db.execute(sql: playerSchema) }
         return database
     }
 
-    @Test(arguments: Kind.allCases)
-    func subscribersCountEachLoopObservationsCountSharedOnesOnce(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func subscribersCountEachLoopObservationsCountSharedOnesOnce(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             #expect(database.subscriberCount == 0)
@@ -55,8 +48,8 @@ struct ObservationMonitoringTests {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func subscriptionsEndingWithTheClosedDatabaseAreCountedOut(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func subscriptionsEndingWithTheClosedDatabaseAreCountedOut(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let tasks = (0..<3).map { _ in Task { for await _ in database.observe(PlayerNames()).results {} } }
@@ -70,8 +63,8 @@ struct ObservationMonitoringTests {
 
     /// One warning when fetches start failing, none for the same failure
     /// again, one info when a fetch succeeds again; a new failure warns again.
-    @Test(arguments: Kind.allCases)
-    func failuresAreLoggedOncePerTransitionWithTheRequest(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func failuresAreLoggedOncePerTransitionWithTheRequest(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let logs = LogRecorder()
             let database = try await Self.open(kind, in: directory, logger: logs.logger(level: .info))

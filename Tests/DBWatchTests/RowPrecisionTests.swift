@@ -1,8 +1,9 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Testing
 
-/// Promise 7 for rows: a query that selects rows by primary key does not
-/// refetch for writes to other rows.
+/// Precision down to rows: a query that selects rows by primary key does
+/// not refetch for writes to other rows.
 @Suite("Row precision")
 struct RowPrecisionTests {
     func playerQueue() async throws -> DatabaseQueue {

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -12,15 +13,13 @@ struct SchemaChangeRegionTests {
     /// A file queue or pool, with external change detection when asked.
     /// With one reader, a pool's refetches run on the connection that
     /// cached the observed statement before the schema changed.
-    static func open(_ kind: String, path: String, detection: Bool = false, readers: Int? = nil) throws
+    static func open(_ kind: DatabaseKind, path: String, detection: Bool = false, readers: Int? = nil) throws
         -> any DatabaseWriter
     {
         var configuration = Configuration()
         if detection { configuration.externalChangeDetection = ExternalChangeDetection() }
         if let readers { configuration.maximumReaderCount = readers }
-        return kind == "queue"
-            ? try DatabaseQueue(path: path, configuration: configuration)
-            : try DatabasePool(path: path, configuration: configuration)
+        return try kind.open(at: path, configuration: configuration)
     }
 
     /// Waits until a commit published after `notified` reached the
@@ -34,8 +33,8 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(arguments: ["queue", "pool"], [1, 4])
-    func aTableReplacedByAViewOnTheWriterKeepsBeingObserved(kind: String, readers: Int) async throws {
+    @Test(arguments: DatabaseKind.onFile, [1, 4])
+    func aTableReplacedByAViewOnTheWriterKeepsBeingObserved(kind: DatabaseKind, readers: Int) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, path: directory.file("db.sqlite"), readers: readers)
             defer { database.close() }
@@ -64,12 +63,12 @@ struct SchemaChangeRegionTests {
     /// view in between).
     @Test(
         .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"),
-        arguments: ["queue", "pool"],
+        arguments: DatabaseKind.onFile,
         [
             "BEGIN; DROP VIEW v; CREATE VIEW v AS SELECT x FROM b; COMMIT",
             "DROP VIEW v; CREATE VIEW v AS SELECT x FROM b",
         ])
-    func aViewRedefinedByAnotherProcessIsFollowed(kind: String, redefinition: String) async throws {
+    func aViewRedefinedByAnotherProcessIsFollowed(kind: DatabaseKind, redefinition: String) async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
@@ -97,8 +96,8 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: ["queue", "pool"])
-    func rowIDLookupsFollowARedefinedView(kind: String) async throws {
+    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    func rowIDLookupsFollowARedefinedView(kind: DatabaseKind) async throws {
         // `k` is first the rowid of `x` (a lookup by rowid: the region holds
         // one row), then a plain column (a scan: every row counts).
         try await withTemporaryDirectory { directory in
@@ -128,8 +127,8 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: ["queue", "pool"])
-    func aWriteRepreparedByATriggerChangeReportsTheColumnsItNowSets(kind: String) async throws {
+    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    func aWriteRepreparedByATriggerChangeReportsTheColumnsItNowSets(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
@@ -165,8 +164,8 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: ["queue", "pool"])
-    func aWriteRepreparedByANewTriggerReportsTheVirtualTableItNowWrites(kind: String) async throws {
+    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    func aWriteRepreparedByANewTriggerReportsTheVirtualTableItNowWrites(kind: DatabaseKind) async throws {
         // The hooks see only FTS5's shadow tables: the write's footprint
         // names the virtual table.
         try await withTemporaryDirectory { directory in
@@ -199,7 +198,7 @@ struct SchemaChangeRegionTests {
 
     @Test func aStatementRepreparedByAnotherConnectionTakesItsNewFootprint() async throws {
         try await withTemporaryDirectory { directory in
-            let pool = try Self.open("pool", path: directory.file("db.sqlite"), readers: 1)
+            let pool = try Self.open(.pool, path: directory.file("db.sqlite"), readers: 1)
             defer { pool.close() }
             try await pool.write { db in
                 try db.execute(sql: "CREATE TABLE a (x); CREATE VIEW v AS SELECT x FROM a")
@@ -228,7 +227,7 @@ struct SchemaChangeRegionTests {
         // What a re-prepare records (the region, the rowid lookups) runs SQL
         // of its own: the failed step's message must survive it.
         try await withTemporaryDirectory { directory in
-            let pool = try Self.open("pool", path: directory.file("db.sqlite"), readers: 1)
+            let pool = try Self.open(.pool, path: directory.file("db.sqlite"), readers: 1)
             defer { pool.close() }
             try await pool.write { db in
                 try db.execute(

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// Schema statements do what they say: the authorizer that tracks changes
@@ -7,10 +8,6 @@ import Testing
 /// `ALTER` instead. Each statement is checked against the schema tables.
 @Suite("Schema statements: drops and alters take effect")
 struct SchemaStatementTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// Every kind of schema object, in `main` and in `temp`.
     static let schema = """
         CREATE TABLE t (id INTEGER PRIMARY KEY, a, extra);
@@ -58,8 +55,8 @@ struct SchemaStatementTests {
         Drop(sql: "DROP TABLE IF EXISTS temp.tt", removes: ["temp.tt", "temp.ti"]),
     ]
 
-    static func open(_ kind: Kind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
-        kind == .pool ? try DatabasePool(path: directory.file("db.sqlite")) : try DatabaseQueue()
+    static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        try kind.open(in: directory)
     }
 
     /// The schema objects seen on `db`, `temp.`-prefixed for temporary ones.
@@ -70,8 +67,8 @@ struct SchemaStatementTests {
         return Set(main).union(temp.map { "temp." + $0 })
     }
 
-    @Test("a drop removes its object", arguments: Kind.allCases, drops)
-    func dropRemovesItsObject(kind: Kind, drop: Drop) async throws {
+    @Test("a drop removes its object", arguments: DatabaseKind.queueAndPool, drops)
+    func dropRemovesItsObject(kind: DatabaseKind, drop: Drop) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
             defer { database.close() }
@@ -100,8 +97,8 @@ struct SchemaStatementTests {
     /// `DROP VIEW v; CREATE VIEW v AS …` in one script, with an observation
     /// running (so the change hooks are installed): the new view is there and
     /// the observation follows it.
-    @Test(arguments: Kind.allCases)
-    func viewRedefinedInOneScript(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func viewRedefinedInOneScript(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
             defer { database.close() }
@@ -129,8 +126,8 @@ struct SchemaStatementTests {
     /// A cached `DROP VIEW IF EXISTS` that found nothing, run again after
     /// another connection created the view: SQLite re-prepares it on its
     /// own, outside the library's prepare, and the drop still happens.
-    @Test(arguments: Kind.allCases)
-    func dropReplayedAfterAnotherConnectionsSchemaChange(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func dropReplayedAfterAnotherConnectionsSchemaChange(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database: any DatabaseWriter =
@@ -152,8 +149,8 @@ struct SchemaStatementTests {
     }
 
     /// Each form of `ALTER TABLE` changes the schema as it says.
-    @Test(arguments: Kind.allCases)
-    func alterTableFormsTakeEffect(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func alterTableFormsTakeEffect(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
             defer { database.close() }
@@ -186,8 +183,8 @@ struct SchemaStatementTests {
     /// Statements that run SQL of SQLite's own under the same authorizer
     /// (`ANALYZE` deletes and rewrites `sqlite_stat1`, `VACUUM` copies every
     /// table) keep every object and row.
-    @Test(arguments: Kind.allCases)
-    func maintenanceStatementsKeepEverything(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func maintenanceStatementsKeepEverything(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
             defer { database.close() }
@@ -216,8 +213,8 @@ struct SchemaStatementTests {
     /// The drops leave the truncate trap covered: a `DELETE` without `WHERE`
     /// prepared right after a drop in the same script, cached while nothing
     /// observed, is still seen row by row once an observation starts.
-    @Test(arguments: Kind.allCases)
-    func deleteWithoutWhereAfterADropIsStillSeen(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func deleteWithoutWhereAfterADropIsStillSeen(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
             defer { database.close() }

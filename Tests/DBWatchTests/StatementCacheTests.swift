@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Testing
 
 @Suite("Statement cache")

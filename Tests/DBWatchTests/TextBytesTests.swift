@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -13,16 +14,8 @@ struct TextBytesTests {
     /// normalization forms of "é".
     static let storedTexts = ["fe", "ff", "61fe62", "f09f98", "c0af", "eda080", "610062", "00", "c3a9", "65cc81", ""]
 
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
-    func open(_ kind: Kind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
-        let path = directory.file("db.sqlite")
-        switch kind {
-        case .queue: return try DatabaseQueue(path: path)
-        case .pool: return try DatabasePool(path: path)
-        }
+    func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) throws -> any DatabaseWriter {
+        try kind.open(in: directory)
     }
 
     @Test func readingAndWritingBackKeepsTheBytes() async throws {
@@ -154,8 +147,8 @@ struct TextBytesTests {
         #expect(Set<DatabaseValue>([.invalidUTF8Text(Data("é".utf8)), .text("é")]).count == 1)
     }
 
-    @Test("an observation sees a change of stored bytes", arguments: Kind.allCases)
-    func observationSeesChangedBytes(kind: Kind) async throws {
+    @Test("an observation sees a change of stored bytes", arguments: DatabaseKind.onFile)
+    func observationSeesChangedBytes(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try open(kind, in: directory)
             defer { database.close() }

@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -13,15 +14,10 @@ import Testing
 /// that the time limit and cancellation hold, and so is its result's size.
 @Suite("Untrusted SQL cost")
 struct UntrustedSQLCostTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// Opens a queue or a pool on a file of `directory`, with a table `t` of 10 rows.
-    func open(_ kind: Kind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+    func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
         let path = directory.file("db.sqlite")
-        let database: any DatabaseWriter =
-            kind == .queue ? try DatabaseQueue(path: path) : try DatabasePool(path: path)
+        let database = try kind.open(at: path)
         try await database.write { db in
             try db.execute(
                 sql: """
@@ -53,8 +49,8 @@ struct UntrustedSQLCostTests {
 
     /// Calls whose one step took from seconds to hours (the product of two
     /// sizes, or a width) are refused at once under the default policy.
-    @Test(.disabled(if: isThreadSanitized, "megabyte-sized calls"), arguments: Kind.allCases)
-    func costlySingleCallsAreRefusedAtOnce(kind: Kind) async throws {
+    @Test(.disabled(if: isThreadSanitized, "megabyte-sized calls"), arguments: DatabaseKind.onFile)
+    func costlySingleCallsAreRefusedAtOnce(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -84,8 +80,8 @@ struct UntrustedSQLCostTests {
     /// (a 300 kB document) one call runs for seconds to minutes, out of
     /// reach of the time limit. Under the policy they are refused before
     /// they run; trusted SQL still has them.
-    @Test(arguments: Kind.allCases)
-    func fts5MarkupFunctionsAreRefused(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func fts5MarkupFunctionsAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -117,8 +113,8 @@ struct UntrustedSQLCostTests {
     /// The worst calls that the bounds let through end within a fraction
     /// of a second each, and the guarded functions still work on sizes
     /// within their bounds.
-    @Test(.disabled(if: isThreadSanitized, "megabyte-sized calls"), arguments: Kind.allCases)
-    func callsWithinTheBoundsAreQuick(kind: Kind) async throws {
+    @Test(.disabled(if: isThreadSanitized, "megabyte-sized calls"), arguments: DatabaseKind.onFile)
+    func callsWithinTheBoundsAreQuick(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -179,8 +175,8 @@ struct UntrustedSQLCostTests {
 
     /// A runaway query whose every step is as costly as the bounds allow
     /// still stops at its time limit.
-    @Test(arguments: Kind.allCases)
-    func timeLimitHoldsForCostlySteps(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func timeLimitHoldsForCostlySteps(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -198,8 +194,8 @@ struct UntrustedSQLCostTests {
 
     /// Cancelling the task of a read that runs such a query under a long
     /// time limit ends it promptly.
-    @Test(arguments: Kind.allCases)
-    func cancellationEndsCostlyStepsPromptly(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func cancellationEndsCostlyStepsPromptly(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -230,8 +226,8 @@ struct UntrustedSQLCostTests {
     /// `SELECT x, zeroblob(99000000) FROM (10 rows)`: each value within a
     /// 100 MB value limit, the result stopped at the 100 MB result limit,
     /// quickly and before most of it is made.
-    @Test(arguments: Kind.allCases)
-    func resultsBeyondTheMaximumSizeAreRefused(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func resultsBeyondTheMaximumSizeAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -273,8 +269,8 @@ struct UntrustedSQLCostTests {
     /// A large `ORDER BY` wrote 1.6 GB of temporary files within the
     /// default 5 s: now its files stop at the maximum temporary storage,
     /// the statement throws `.tooBig`, and they are gone when it ends.
-    @Test(arguments: Kind.allCases)
-    func temporaryFilesBeyondTheMaximumAreRefused(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func temporaryFilesBeyondTheMaximumAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -303,8 +299,8 @@ struct UntrustedSQLCostTests {
 
     /// The other tables SQLite spills to temporary files past its page
     /// cache count too: `DISTINCT`, `UNION` and a materialized view.
-    @Test(arguments: Kind.allCases)
-    func temporaryTablesBeyondTheMaximumAreRefused(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func temporaryTablesBeyondTheMaximumAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -327,8 +323,8 @@ struct UntrustedSQLCostTests {
     /// The files of a sort are counted while they are open, under the
     /// policy only: trusted SQL is never charged, not even on a connection
     /// that ran untrusted SQL before, and never refused.
-    @Test(arguments: Kind.allCases)
-    func onlyUntrustedSQLIsChargedForTemporaryFiles(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func onlyUntrustedSQLIsChargedForTemporaryFiles(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }
@@ -360,8 +356,8 @@ struct UntrustedSQLCostTests {
     /// An observed fetch runs DBWatch's own queries (of the schema, for
     /// its region) while the user's statement runs: neither their rows nor
     /// their start count in the user statement's result size and time.
-    @Test(arguments: Kind.allCases)
-    func ownQueriesDoNotCountInTheResultSize(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.onFile)
+    func ownQueriesDoNotCountInTheResultSize(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
             defer { database.close() }

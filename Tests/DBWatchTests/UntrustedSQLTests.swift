@@ -1,4 +1,5 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 

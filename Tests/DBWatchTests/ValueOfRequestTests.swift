@@ -1,13 +1,10 @@
 import DBWatch
+import DBWatchTestSupport
 import Testing
 
 /// `value(of:)`: one fetch of a request, without observing it.
 @Suite("One-shot fetch of a request")
 struct ValueOfRequestTests {
-    enum Kind: String, CaseIterable, Sendable {
-        case queue, pool
-    }
-
     /// The rows of a table as any `Decodable` type: a generic request, whose
     /// `defaultValue` is computed (a generic type cannot have a stored `static let`).
     struct AllRows<Record: Decodable & Hashable & Sendable>: Queryable {
@@ -27,12 +24,8 @@ struct ValueOfRequestTests {
         }
     }
 
-    static func open(_ kind: Kind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
-        let database: any DatabaseWriter =
-            switch kind {
-            case .queue: try DatabaseQueue()
-            case .pool: try DatabasePool(path: directory.file("db.sqlite"))
-            }
+    static func open(_ kind: DatabaseKind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+        let database = try kind.open(in: directory)
         try await database.write { db in
             try db.execute(sql: playerSchema)
             try db.execute(sql: "INSERT INTO player (name, score) VALUES ('ann', 3), ('bob', 5)")
@@ -40,8 +33,8 @@ struct ValueOfRequestTests {
         return database
     }
 
-    @Test(arguments: Kind.allCases)
-    func fetchesTheCommittedValueOnce(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func fetchesTheCommittedValueOnce(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             let players = try await withTimeout { try await database.value(of: AllRows<Player>(table: "player")) }
@@ -55,8 +48,8 @@ struct ValueOfRequestTests {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func throwsTheFetchErrorAndRunsReadOnly(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func throwsTheFetchErrorAndRunsReadOnly(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             await #expect {
@@ -73,8 +66,8 @@ struct ValueOfRequestTests {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func aClosedDatabaseThrowsTheClosedError(kind: Kind) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aClosedDatabaseThrowsTheClosedError(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await Self.open(kind, in: directory)
             await database.close()

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -7,9 +8,8 @@ import Testing
 struct WriterExecutorTests {
     static let endlessQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
-    func makeDatabase(_ kind: String, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
-        let database: any DatabaseWriter =
-            kind == "queue" ? try DatabaseQueue() : try DatabasePool(path: directory.file("db.sqlite"))
+    func makeDatabase(_ kind: DatabaseKind, in directory: TemporaryDirectory) async throws -> any DatabaseWriter {
+        let database = try kind.open(in: directory)
         try await database.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
         return database
     }
@@ -18,8 +18,8 @@ struct WriterExecutorTests {
         (database as? DatabasePool)?.writerJobs ?? (database as! DatabaseQueue).jobs
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func writesRunInlineOnTheWritersThread(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func writesRunInlineOnTheWritersThread(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             // A queued job runs on the connection's thread.
@@ -46,7 +46,7 @@ struct WriterExecutorTests {
             // The task's own code ran on the connection's thread, and so did its writes, without jobs.
             #expect(pthread_equal(thread, writerThread) != 0)
             #expect(count == 100)
-            #expect(inline == (kind == "queue" ? 101 : 100))
+            #expect(inline == (kind == .inMemory ? 101 : 100))
             // Outside such a task, accesses are queued jobs as before.
             let afterInline = try await database.write { db in
                 try db.execute(sql: "INSERT INTO t VALUES ('after')")
@@ -94,8 +94,8 @@ struct WriterExecutorTests {
         #expect(hostedWrites > 0)
     }
 
-    @Test(arguments: ["queue", "pool"])
-    func cancellingTheTaskInterruptsItsInlineStatement(kind: String) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func cancellingTheTaskInterruptsItsInlineStatement(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let inline = Locked(false)
@@ -165,8 +165,8 @@ struct WriterExecutorTests {
     /// Closing from a task that runs on the writer's thread: the blocking
     /// `close()` does not wait for its own thread, and `close() async`
     /// suspends the task, so that the thread can end.
-    @Test(arguments: ["queue", "pool"], [false, true])
-    func closingFromAHostedTaskEndsItsInlineAccesses(kind: String, async: Bool) async throws {
+    @Test(arguments: DatabaseKind.queueAndPool, [false, true])
+    func closingFromAHostedTaskEndsItsInlineAccesses(kind: DatabaseKind, async: Bool) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
             let outcomes = try await withTimeout {
@@ -180,7 +180,7 @@ struct WriterExecutorTests {
                 }
             }
             #expect(outcomes == [false, false])
-            if kind == "pool" {
+            if kind == .pool {
                 let reopened = try DatabasePool(path: directory.file("db.sqlite"))
                 #expect(try await reopened.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 0)
                 await reopened.close()

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -74,11 +75,11 @@ struct DemoEndToEndTests {
     /// failed writes until Ctrl-C and exiting 0.
     @Test(
         .disabled(
-            if: DBWatchBinary.isThreadSanitized,
+            if: isThreadSanitized,
             "the thread sanitizer's runtime crashes with SIGBUS in its own memory under a file size limit")
     )
     func aWriteFailureStopsTheDemo() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             // Room for the schema, the seed and a few writes of seed 1 in the WAL file, not for 8 seconds of them.
             let snapshot = try await DBWatchRun.run(
                 ["demo", "--db", scratch.file("demo.sqlite"), "--seed", "1", "--rate", "50", "--duration", "8"],
@@ -91,7 +92,7 @@ struct DemoEndToEndTests {
     }
 
     @Test func aSecondProcessWatchesTheDemoFile() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("demo.sqlite")
             // Long enough for both watches even on a slow (sanitized) build;
             // Ctrl-C ends it once they are done.

@@ -6,19 +6,19 @@ import Testing
 
 @Suite("The demo's embedded migrations")
 struct DemoMigrationsTests {
-    /// Fails while `Sources/dbwatch/Demo/DemoMigrations.swift` differs from
-    /// `Migrations/`: run `scripts/embed-migrations.sh`.
+    /// The demo carries every file of `Migrations/`, byte for byte: fails
+    /// while a file there is missing from `DemoMigrations.files`.
     @Test func embeddedCopyMatchesTheMigrationsFolderByteForByte() throws {
         let folder = Repository.migrations.path
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sql") }.sorted()
         #expect(
             DemoMigrations.files.map(\.fileName) == names,
-            "Migrations/ and the embedded copy list different files: run scripts/embed-migrations.sh")
+            "Migrations/ and DemoMigrations.files list different files: list the new file there")
         for (fileName, sql) in DemoMigrations.files {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + fileName))
             #expect(
                 Data(sql.utf8) == bytes,
-                "\(fileName) differs from its embedded copy: run scripts/embed-migrations.sh")
+                "\(fileName) differs from its embedded copy")
         }
     }
 

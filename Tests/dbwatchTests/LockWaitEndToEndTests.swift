@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -12,7 +13,7 @@ struct LockWaitEndToEndTests {
     /// Ctrl-C (InterruptSignal had already turned SIGINT off) and exited 75
     /// after two busy timeouts (10 s).
     @Test func demoSaysItWaitsAndCtrlCStopsTheWait() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("demo.sqlite")
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 let run = try DBWatchRun.start(["demo", "--db", path, "--seed", "1"])
@@ -32,7 +33,7 @@ struct LockWaitEndToEndTests {
     /// everywhere else: a file name with an escape sequence must not reach
     /// the terminal raw.
     @Test func theInterruptedMessageSanitizesThePath() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("evil\u{1B}]0;pwned\u{07}.sqlite")
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 let run = try DBWatchRun.start(["watch", path, "SELECT count(*) FROM existing"])

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ struct MigrateEndToEndTests {
     ]
 
     @Test func twoProcessesMigratingAtOnceApplyEachMigrationOnce() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             // Both start before either finishes: they serialize on SQLite's
             // write lock, and each re-reads the records inside its transaction.
@@ -29,7 +30,7 @@ struct MigrateEndToEndTests {
     }
 
     @Test func migratesTheRepositoryMigrationsStepByStep() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let status = try await DBWatchRun.run(["migrate", path, "--dir", migrations, "--status"])
             #expect(status.exitStatus == 0, "\(status)")
@@ -86,7 +87,7 @@ struct MigrateEndToEndTests {
     }
 
     @Test func aFailingMigrationIsRolledBackAndReported() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: migrations + "/" + names[0], toPath: folder + "/" + names[0])
@@ -114,7 +115,7 @@ struct MigrateEndToEndTests {
     /// A migration that drops a view is applied for real: the schema and
     /// the history agree, and a view can be redefined in one migration.
     @Test func dropsTakeEffect() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let folder = try writeMigrations(
                 [
@@ -150,7 +151,7 @@ struct MigrateEndToEndTests {
     /// (`PRAGMA query_only`) is a bad migration (65), not an unreadable
     /// database (66); the database itself stays writable.
     @Test func aMigrationFailingWithReadOnlyIsABadMigration() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let folder = try writeMigrations(
                 [
@@ -166,7 +167,7 @@ struct MigrateEndToEndTests {
     }
 
     /// Writes `files` into a new `migrations` folder of `scratch`; returns its path.
-    private func writeMigrations(_ files: [String: String], in scratch: Scratch) throws -> String {
+    private func writeMigrations(_ files: [String: String], in scratch: TemporaryDirectory) throws -> String {
         let folder = scratch.file("migrations")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for (name, contents) in files {
@@ -180,11 +181,11 @@ struct MigrateEndToEndTests {
     /// file stays sound, and migrating again with room finishes the job.
     @Test(
         .disabled(
-            if: DBWatchBinary.isThreadSanitized,
+            if: isThreadSanitized,
             "the thread sanitizer's runtime crashes with SIGBUS in its own memory under a file size limit")
     )
     func aWriteFailureKeepsEarlierMigrationsAndTheFileSound() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             // The size of the file holding the first two migrations.
             let reference = scratch.file("reference.sqlite")
             let two = try await DBWatchRun.run(["migrate", reference, "--dir", migrations, "--to", "2"])
@@ -222,7 +223,7 @@ struct MigrateEndToEndTests {
     /// the migration rolls back, the progress line ends, the ones before it
     /// stay, and the command exits 130.
     @Test func ctrlCRollsBackTheMigrationInProgress() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try Data("CREATE TABLE first (id INTEGER PRIMARY KEY);\n".utf8)
@@ -264,7 +265,7 @@ struct MigrateEndToEndTests {
     /// ends `migrate` after the grace period with 130; the migration in
     /// progress, not committed, is rolled back by the next connection.
     @Test func aSignalEndsAMigrationStuckInOneCall() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try Data("CREATE TABLE first (id INTEGER PRIMARY KEY);\n".utf8)
@@ -308,7 +309,7 @@ struct MigrateEndToEndTests {
     /// a temporary failure (exit 75) with a hint, and the summary tells the
     /// migrations applied, without calling a database that holds tables empty.
     @Test func aLockedDatabaseIsATemporaryFailure() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN IMMEDIATE") {
                 try await DBWatchRun.run(["migrate", path, "--dir", migrations])
@@ -326,7 +327,7 @@ struct MigrateEndToEndTests {
     /// `watch` and `explain` on a database held with `BEGIN EXCLUSIVE`.
     @Test(arguments: ["watch", "explain"])
     func anExclusivelyLockedDatabaseIsATemporaryFailure(command: String) async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 try await DBWatchRun.run(
@@ -342,7 +343,7 @@ struct MigrateEndToEndTests {
     /// is cancelled (the library's lock-wait tests show it ends at once).
     @Test(arguments: ["watch", "explain", "migrate"])
     func aSignalStopsTheWaitForALock(command: String) async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 let arguments =
@@ -363,7 +364,7 @@ struct MigrateEndToEndTests {
     /// A migration that is not UTF-8 is a bad migration (exit 65), like a
     /// bad name or a gap, not an unreadable one.
     @Test func aNonUTF8MigrationIsABadMigration() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -381,7 +382,7 @@ struct MigrateEndToEndTests {
     /// reads everything.
     @Test(.enabled(if: getuid() != 0, "root reads files whatever their permissions"))
     func unreadableMigrationsSayPermissionDenied() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -408,7 +409,7 @@ struct MigrateEndToEndTests {
     /// history table of a database someone else wrote, SQL) are printed
     /// escaped: they cannot move the cursor, retitle or recolour the terminal.
     @Test func controlCharactersInNamesAndRecordsAreShownEscaped() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let folder = scratch.file("migrations")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -439,7 +440,7 @@ struct MigrateEndToEndTests {
     }
 
     @Test func badDirectoriesAndTargets() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("app.sqlite")
             let missing = try await DBWatchRun.run(["migrate", path, "--dir", scratch.file("nowhere")])
             #expect(missing.exitStatus == 66, "\(missing)")

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -13,31 +14,15 @@ struct OutputEndToEndTests {
         var status: Int32
     }
 
-    /// Runs on a thread of its own (see `onOwnThread`).
+    /// Runs the script to the end; the script bounds its own run.
     func runScript(_ script: String, _ arguments: [String]) async throws -> ScriptResult {
-        try await onOwnThread {
-            let (pid, output, error) = try Spawner.spawn(
-                ["/bin/bash", "-c", script, DBWatchBinary.path] + arguments,
-                environment: ProcessInfo.processInfo.environment)
-            let errorText = Protected(Data())
-            let errorRead = DispatchSemaphore(value: 0)
-            let errorHandle = FileHandle(fileDescriptor: error, closeOnDealloc: true)
-            Thread {
-                let data = errorHandle.readDataToEndOfFile()
-                errorText.withLock { $0 = data }
-                errorRead.signal()
-            }.start()
-            let data = FileHandle(fileDescriptor: output, closeOnDealloc: true).readDataToEndOfFile()
-            let status = Spawner.waitForExit(of: pid)
-            errorRead.wait()
-            return ScriptResult(
-                stdout: String(decoding: data, as: UTF8.self),
-                stderr: String(decoding: errorText.withLock { $0 }, as: UTF8.self), status: status)
-        }
+        let result = try await ChildProcess.run(
+            ["/bin/bash", "-c", script, DBWatchBinary.path] + arguments, timeout: 300)
+        return ScriptResult(stdout: result.stdout, stderr: result.stderr, status: result.exitStatus ?? -1)
     }
 
     @Test func aFullOutputIsAWriteFailure() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("db.sqlite")
             try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
             let folder = scratch.file("migrations")
@@ -65,7 +50,7 @@ struct OutputEndToEndTests {
     /// first value and closed the pipe (`| head -1`) still ends it at once,
     /// instead of at the next commit, which may never come.
     @Test func aClosedPipeEndsAnIdleWatch() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("db.sqlite")
             try Shell.sqlite("CREATE TABLE t (a); INSERT INTO t VALUES (1);", on: path)
             let script = #"timeout 30 "$0" "$@" | head -n 1; echo "${PIPESTATUS[0]}""#

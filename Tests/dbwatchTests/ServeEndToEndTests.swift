@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ struct ServeEndToEndTests {
     static let teams = "teams=SELECT team, sum(score) AS total FROM player GROUP BY team ORDER BY team"
 
     /// A database in WAL mode with three players, written by `sqlite3`.
-    func makePlayers(in scratch: Scratch) throws -> String {
+    func makePlayers(in scratch: TemporaryDirectory) throws -> String {
         let path = scratch.file("game.sqlite")
         try Shell.sqlite(
             """
@@ -32,7 +33,7 @@ struct ServeEndToEndTests {
 
     /// A running `serve` and the address it printed.
     struct Served {
-        let run: DBWatchRun
+        let run: ChildProcess
         let url: String
     }
 
@@ -49,7 +50,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func firstValueAtOnceThenUpdateAfterAnExternalCommit() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.top])
             defer { served.run.kill() }
@@ -71,7 +72,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aClientResumingWithTheValueItHoldsGetsOnlyTheNextValue() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.teams])
             defer { served.run.kill() }
@@ -93,7 +94,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func currentValueAndQueryListAreJSON() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.top, "--query", Self.teams])
             defer { served.run.kill() }
@@ -118,7 +119,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func parametersAreTypedAsArgTypesThem() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(
                 path,
@@ -148,7 +149,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func badParametersAndUnknownPathsAreJSONErrors() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.top])
             defer { served.run.kill() }
@@ -194,7 +195,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func refusedOrBadQueriesStopServeBeforeItListens() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let cases: [(query: String, status: Int32, error: String)] = [
                 ("wipe=DELETE FROM player", 67, "refused"),
@@ -219,7 +220,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func addressInUseIsAClearMessageAndExit69() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.top])
             defer { served.run.kill() }
@@ -235,7 +236,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func anUnknownHostIsExit69() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let snapshot = try await DBWatchRun.run([
                 "serve", path, "--port", "0", "--host", "no-such-host.invalid", "--query", Self.top,
@@ -247,7 +248,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func sigtermEndsEveryStreamAndExits0Promptly() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.top, "--query", Self.teams])
             defer { served.run.kill() }
@@ -283,7 +284,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func quietLogsNoClientAndMaxClientsRefusesOneMore() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.teams, "--quiet", "--max-clients", "1"])
             defer { served.run.kill() }
@@ -303,7 +304,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func theCurrentValueOfAReplacedOrDeletedFileIsA503NotItsOldValue() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.teams])
             defer { served.run.kill() }
@@ -323,7 +324,7 @@ struct ServeEndToEndTests {
 
     @Test(.timeLimit(.minutes(1)))
     func replacedDatabaseFileEndsStreamsWithAnErrorEvent() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let served = try await serve(path, ["--query", Self.teams])
             defer { served.run.kill() }

@@ -15,7 +15,7 @@ struct ServePageTests {
         "headless Chromium shows the first tables, then highlights the cell an external commit changed",
         .timeLimit(.minutes(3)))
     func pageShowsTablesAndHighlightsChangedCells() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("game.sqlite")
             try Shell.sqlite(
                 """

@@ -7,7 +7,7 @@ import DBWatchTestSupport
 @Suite("dbwatch watch, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
 struct WatchEndToEndTests {
     /// A database with three players, written by `sqlite3`.
-    func makePlayers(in scratch: Scratch, wal: Bool = false) throws -> String {
+    func makePlayers(in scratch: TemporaryDirectory, wal: Bool = false) throws -> String {
         let path = scratch.file("game.sqlite")
         try Shell.sqlite(
             (wal ? "PRAGMA journal_mode = WAL;" : "")
@@ -30,7 +30,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func ndjsonFollowsCommitsOfAnotherProcess() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let run = try DBWatchRun.start([
                 "watch", path, "SELECT id, name, score FROM player ORDER BY id", "--format", "ndjson", "--count", "3",
@@ -64,7 +64,7 @@ struct WatchEndToEndTests {
     /// valid UTF-8 (FF then FE, both U+FFFD as a Swift string) and the two
     /// normalization forms of "é" (equal Swift strings) are each a change.
     @Test func textIsComparedAndShownByItsBytes() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = scratch.file("bytes.sqlite")
             try Shell.sqlite(
                 "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, CAST(x'ff' AS TEXT));",
@@ -98,7 +98,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func inotifyWakesTheWatchOfAWALDatabaseAtOnce() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch, wal: true)
             // A 60 s poll: only the file notification can deliver the change in time.
             let run = try DBWatchRun.start([
@@ -119,32 +119,26 @@ struct WatchEndToEndTests {
     /// inotify, none left to the 60 s poll (the commit's WAL write wakes the
     /// check before the commit is published in the `-shm` index).
     /// Skipped under the thread sanitizer, which makes latency meaningless.
-    @Test(.disabled(if: DBWatchBinary.isThreadSanitized, "measures latency under load"))
+    @Test(.disabled(if: isThreadSanitized, "measures latency under load"))
     func spacedCommitsOfAKeptConnectionArePrintedUnderLoad() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch, wal: true)
             let run = try DBWatchRun.start([
                 "watch", path, "SELECT count(*) FROM player", "--format", "ndjson", "--interval", "60",
             ])
             defer { run.kill() }
             _ = try await run.wait(forLines: 1)
-            let writer = Process()
-            writer.executableURL = URL(fileURLWithPath: Shell.sqlite3)
-            writer.arguments = ["-bail", path]
-            let input = Pipe()
-            writer.standardInput = input
-            writer.standardOutput = FileHandle.nullDevice
-            writer.standardError = FileHandle.nullDevice
-            try writer.run()
+            let writer = try ChildProcess.start([Shell.sqlite3, "-bail", path], input: .pipe)
             defer {
-                try? input.fileHandleForWriting.close()
-                writer.waitUntilExit()
+                writer.closeInput()
+                writer.blockingWaitForExit(seconds: defaultTestTimeout)
+                writer.kill()
             }
             let commits = 25
             try await withCPULoad(threads: 2 * ProcessInfo.processInfo.activeProcessorCount) {
                 for commit in 1...commits {
                     let insert = "INSERT INTO player (name, score) VALUES ('p\(commit)', \(commit));\n"
-                    try input.fileHandleForWriting.write(contentsOf: Data(insert.utf8))
+                    try writer.write(insert)
                     _ = try await run.wait(forLines: 1 + commit, timeout: 3)
                     try await Task.sleep(for: .milliseconds(20))  // the other process's pace
                 }
@@ -155,7 +149,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func changesAreKeyedByPrimaryKey() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let run = try DBWatchRun.start([
                 "watch", path, "SELECT id, name, score FROM player ORDER BY score DESC", "--changes", "--format",
@@ -184,7 +178,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func changesAsTextAndWithoutKey() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let run = try DBWatchRun.start([
                 "watch", path, "SELECT name FROM player ORDER BY name", "--changes", "--format", "table", "--count",
@@ -204,7 +198,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func tableCSVAndJSONOnce() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let sql = "SELECT name, score, NULL AS note FROM player ORDER BY score DESC"
             let table = try await DBWatchRun.run(["watch", path, sql, "--once", "--format", "table"])
@@ -233,7 +227,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func changedCellsAreHighlightedWithColorAndNotWithNoColor() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let arguments = [
                 "watch", path, "SELECT id, score FROM player ORDER BY id", "--format", "table", "--count", "2",
@@ -253,7 +247,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func severalQueriesAreEachWatched() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let snapshot = try await DBWatchRun.run([
                 "watch", path, "SELECT count(*) FROM player", "SELECT max(score) FROM player", "--once",
@@ -266,7 +260,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func argumentsBindAsNumbersOrText() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let snapshot = try await DBWatchRun.run([
                 "watch", path, "SELECT typeof(?), typeof(?), typeof(?), typeof(?), ?", "--arg", "2", "--arg", "2.5",
@@ -278,7 +272,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func aDeletedDatabaseEndsTheWatch() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let run = try DBWatchRun.start(["watch", path, "SELECT count(*) FROM player", "--interval", "0.1"])
             defer { run.kill() }
@@ -294,7 +288,7 @@ struct WatchEndToEndTests {
     /// far from its time limit: the quick query prints, the endless one runs.
     @Test(arguments: [SIGINT, SIGTERM])
     func aSignalEndsTheWatchDuringALongQuery(signal: Int32) async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let endless = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c"
             let run = try DBWatchRun.start([
@@ -310,7 +304,7 @@ struct WatchEndToEndTests {
     }
 
     @Test func ctrlCExitsWithZero() async throws {
-        try await withScratch { scratch in
+        try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let run = try DBWatchRun.start(["watch", path, "SELECT count(*) FROM player"])
             defer { run.kill() }

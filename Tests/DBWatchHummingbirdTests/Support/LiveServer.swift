@@ -1,5 +1,6 @@
 import DBWatch
 import DBWatchHummingbird
+import DBWatchTestSupport
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -53,7 +54,7 @@ final class LiveServer: Sendable {
 
     /// Runs `body` against a new server, then shuts it down gracefully.
     static func with<T: Sendable>(
-        kind: DatabaseKind = .queue,
+        kind: DatabaseKind = .inMemory,
         configuration: LiveQueriesConfiguration = testConfiguration(),
         logs: LogRecorder? = nil,
         detectsExternalChanges: Bool = false,

@@ -1,5 +1,6 @@
 import DBWatch
 import DBWatchHummingbird
+import DBWatchTestSupport
 import Foundation
 import Logging
 
@@ -71,13 +72,7 @@ let testSchema = """
     INSERT INTO player (name, score) VALUES ('arthur', 100), ('barbara', 80);
     """
 
-/// The kinds of database a test runs against.
-enum DatabaseKind: String, CaseIterable, Sendable, CustomStringConvertible {
-    case queue
-    case pool
-
-    var description: String { rawValue }
-
+extension DatabaseKind {
     /// A new database with ``testSchema``; a pool lives in a temporary file.
     /// The core logs through `logger` (failing observations at warning level).
     /// With `detectsExternalChanges`, other processes' commits (and a
@@ -90,14 +85,13 @@ enum DatabaseKind: String, CaseIterable, Sendable, CustomStringConvertible {
         }
         let database: any DatabaseWriter
         switch self {
-        case .queue:
+        case .inMemory:
             database = try DatabaseQueue(configuration: configuration)
-        case .pool:
+        case .fileQueue, .pool:
             let directory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("DBWatchHummingbirdTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            database = try DatabasePool(
-                path: directory.appendingPathComponent("test.sqlite").path, configuration: configuration)
+            database = try open(at: directory.appendingPathComponent("test.sqlite").path, configuration: configuration)
         }
         try await database.write { db in try db.execute(sql: testSchema) }
         return database

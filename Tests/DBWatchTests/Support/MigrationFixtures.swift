@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 
 /// The repository's own `Migrations/` directory (the demo schema).
@@ -11,10 +12,6 @@ let repositoryMigrationsPath: String = URL(fileURLWithPath: #filePath)
 
 /// The tables the demo schema creates.
 let demoSchemaTables = ["game", "game_player", "player", "player_search", "score_change", "team"]
-
-/// The stock SQLite shell, when installed (CI installs it).
-let sqliteShellPath = "/usr/bin/sqlite3"
-let sqliteShellIsInstalled = FileManager.default.isExecutableFile(atPath: sqliteShellPath)
 
 extension TemporaryDirectory {
     /// Writes `files` (name → contents) into a new subdirectory and returns its path.
@@ -69,40 +66,4 @@ func recordedMigrationNumbers(in writer: some DatabaseWriter) async throws -> [I
 /// Whether the writer connection enforces foreign keys (`PRAGMA foreign_keys`).
 func foreignKeysAreOn(in writer: some DatabaseWriter) async throws -> Bool {
     try await writer.writeWithoutTransaction { db in try db.fetchOne(Bool.self, sql: "PRAGMA foreign_keys") ?? false }
-}
-
-/// What a finished process wrote and returned.
-struct ProcessOutput: Sendable {
-    var status: Int32
-    var standardOutput: String
-    var standardError: String
-}
-
-/// Runs `executable` with `arguments`, its standard input read from
-/// `inputPath`, and waits for it without blocking a cooperative thread.
-func runProcess(_ executable: String, arguments: [String], inputPath: String, in directory: TemporaryDirectory)
-    async throws -> ProcessOutput
-{
-    let outputPath = directory.file("process-\(UUID().uuidString).out")
-    let errorPath = directory.file("process-\(UUID().uuidString).err")
-    try Data().write(to: URL(fileURLWithPath: outputPath))
-    try Data().write(to: URL(fileURLWithPath: errorPath))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    let output = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
-    let errors = String(decoding: FileManager.default.contents(atPath: errorPath) ?? Data(), as: UTF8.self)
-    return ProcessOutput(status: status, standardOutput: output, standardError: errors)
 }

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 @testable import DBWatch
 
 /// Collects what an observation delivers, and lets a test await a
@@ -59,15 +60,4 @@ func record<R: Queryable>(
 extension Result {
     /// The success value, or `nil` for a failure.
     var value: Success? { try? get() }
-}
-
-/// Waits until `condition` is true, re-checking after each `await
-/// Task.yield()`; for counters that change on other threads.
-func waitUntil(seconds: Double = defaultTestTimeout, _ condition: @escaping @Sendable () -> Bool) async throws {
-    try await withTimeout(seconds: seconds) {
-        while !condition() {
-            try Task.checkCancellation()
-            await Task.yield()
-        }
-    }
 }

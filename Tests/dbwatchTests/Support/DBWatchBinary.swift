@@ -27,13 +27,6 @@ enum DBWatchBinary {
         }
         return (found ?? candidates[0]).path
     }()
-
-    /// Whether this build (and so the `dbwatch` next to it) runs under the
-    /// thread sanitizer, whose runtime crashes with `SIGBUS` in its own
-    /// memory once a file size limit is set (`prlimit --fsize`).
-    static var isThreadSanitized: Bool {
-        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-    }
 }
 
 /// The repository checkout, found from this source file's path.

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DBWatchTestSupport
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -43,33 +44,21 @@ enum HeadlessChromium {
         let executable = try executablePath()
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        defer {
-            removeProfile(profile)
-            try? FileManager.default.removeItem(at: log)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
+        defer { removeProfile(profile) }
+        let process = try ChildProcess.start([
+            executable,
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--no-first-run", "--no-default-browser-check", "--disable-extensions",
             "--disable-background-networking", "--disable-sync", "--mute-audio",
             // WSClient sends an Origin header, which DevTools refuses unless allowed.
             "--remote-debugging-port=0", "--remote-allow-origins=*",
             "--user-data-dir=\(profile.path)", "about:blank",
-        ]
-        let logHandle = try FileHandle(forWritingTo: log)
-        defer { try? logHandle.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+        ])
         defer { terminate(process) }
 
         let logTail: @Sendable () -> String = {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            return String(text.suffix(2_000))
+            let snapshot = process.snapshot
+            return String((snapshot.stdout + snapshot.stderr).suffix(2_000))
         }
         let port = try await debuggingPort(profile: profile, process: process, logTail: logTail)
         let socketURL = try await pageSocketURL(port: port)
@@ -108,7 +97,7 @@ enum HeadlessChromium {
 
     /// Waits for the browser to write its debugging port into the profile.
     private static func debuggingPort(
-        profile: URL, process: Process, logTail: @Sendable () -> String
+        profile: URL, process: ChildProcess, logTail: @Sendable () -> String
     ) async throws -> Int {
         let file = profile.appendingPathComponent("DevToolsActivePort")
         let deadline = ContinuousClock.now + startTimeout
@@ -122,7 +111,7 @@ enum HeadlessChromium {
             guard process.isRunning else {
                 throw Failure(
                     description:
-                        "chromium exited with status \(process.terminationStatus) before listening:\n\(logTail())"
+                        "chromium exited with status \(process.snapshot.exitStatus ?? -1) before listening:\n\(logTail())"
                 )
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -167,13 +156,11 @@ enum HeadlessChromium {
 
     /// Terminates the browser by its PID: SIGTERM, then SIGKILL if it has
     /// not exited after 5 s. Its helper processes exit with it.
-    private static func terminate(_ process: Process) {
+    private static func terminate(_ process: ChildProcess) {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.send(SIGTERM)
+        if !process.blockingWaitForExit(seconds: 5) { process.kill() }
+        process.blockingWaitForExit(seconds: 60)
     }
 }
 

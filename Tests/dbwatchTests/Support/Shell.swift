@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Foundation
 
 /// Other programs the tests run: the stock `sqlite3` shell (a second process
@@ -29,25 +30,12 @@ enum Shell {
     /// Blocks the calling thread: for slow programs, ``runOnOwnThread(_:_:)``.
     @discardableResult
     static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let (pid, output, error) = try Spawner.spawn(
-            [program] + arguments, environment: ProcessInfo.processInfo.environment)
-        let errorHandle = FileHandle(fileDescriptor: error, closeOnDealloc: true)
-        let errorText = Protected("")
-        let errorRead = DispatchSemaphore(value: 0)
-        let errorReader = Thread {
-            let data = errorHandle.readDataToEndOfFile()
-            errorText.withLock { $0 = String(decoding: data, as: UTF8.self) }
-            errorRead.signal()
+        let result = try ChildProcess.runBlocking([program] + arguments)
+        guard result.exitStatus == 0 else {
+            throw ShellError(
+                message: "\(program) \(arguments) ended with status \(result.exitStatus ?? -1): \(result.stderr)")
         }
-        errorReader.start()
-        let data = FileHandle(fileDescriptor: output, closeOnDealloc: true).readDataToEndOfFile()
-        let status = Spawner.waitForExit(of: pid)
-        errorRead.wait()
-        guard status == 0 else {
-            let message = errorText.withLock { $0 }
-            throw ShellError(message: "\(program) \(arguments) ended with status \(status): \(message)")
-        }
-        return String(decoding: data, as: UTF8.self)
+        return result.stdout
     }
 
     /// ``run(_:_:)`` on a thread of its own, for a program that may take
@@ -62,16 +50,5 @@ enum Shell {
     struct ShellError: Error, CustomStringConvertible {
         let message: String
         var description: String { message }
-    }
-}
-
-/// Runs `body`, which blocks, on a thread of its own, and waits for it
-/// without blocking a thread of the cooperative pool. That pool has one
-/// thread per core for all the tests running in parallel: on two cores, two
-/// tests waiting there for slow programs stalled every other test, some of
-/// them past their timeouts.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

@@ -1,26 +1,30 @@
 import Dispatch
-import Foundation
-@testable import DBWatch
 
 /// A test step that did not finish in time.
-struct TimeoutError: Error, CustomStringConvertible {
-    let seconds: Double
-    var description: String { "timed out after \(seconds) s" }
+public struct TimeoutError: Error, CustomStringConvertible {
+    /// The time the step had.
+    public let seconds: Double
+
+    /// A step that had `seconds`.
+    public init(seconds: Double) { self.seconds = seconds }
+
+    public var description: String { "timed out after \(seconds) s" }
 }
 
 /// How long a test step may take before it counts as hung. Generous: CI
-/// machines run the whole suite in parallel on two cores and have been
-/// measured six times slower than a developer machine, so a step that
-/// waits for hundreds of thread hops needs room.
-let defaultTestTimeout: Double = 60
+/// machines run the whole suite in parallel on two cores, also under the
+/// thread sanitizer, and have been measured six times slower than a
+/// developer machine, so a step that waits for hundreds of thread hops
+/// needs room.
+public let defaultTestTimeout: Double = 60
 
 /// Runs `body` and fails with ``TimeoutError`` if it has not finished after
 /// `seconds`, without waiting for a stuck body (which is cancelled and left
 /// behind), so a hang fails the test instead of CI.
-func withTimeout<T: Sendable>(
+public func withTimeout<T: Sendable>(
     seconds: Double = defaultTestTimeout, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let slot = Locked<CheckedContinuation<T, any Error>?>(nil)
+    let slot = Protected<CheckedContinuation<T, any Error>?>(nil)
     let take: @Sendable () -> CheckedContinuation<T, any Error>? = {
         slot.withLock { continuation in
             defer { continuation = nil }
@@ -42,6 +46,18 @@ func withTimeout<T: Sendable>(
                 task.cancel()
                 continuation.resume(throwing: TimeoutError(seconds: seconds))
             }
+        }
+    }
+}
+
+/// Waits until `condition` holds, checking it every millisecond, and fails
+/// with ``TimeoutError`` after `seconds`. For a state that other threads
+/// change and that announces nothing (a counter, a flag of the library):
+/// an ordering of the test's own steps waits on a ``Gate`` instead.
+public func waitUntil(seconds: Double = defaultTestTimeout, _ condition: @escaping @Sendable () -> Bool) async throws {
+    try await withTimeout(seconds: seconds) {
+        while !condition() {
+            try await Task.sleep(for: .milliseconds(1))
         }
     }
 }

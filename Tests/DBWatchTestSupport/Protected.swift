@@ -10,17 +10,17 @@ import Foundation
 /// let lines = Protected([String]())
 /// lines.withLock { $0.append("hello") }
 /// ```
-final class Protected<State>: @unchecked Sendable {  // the state is only touched with the lock held
+public final class Protected<State>: @unchecked Sendable {  // the state is only touched with the lock held
     private var state: State
     private let lock = NSLock()
 
     /// Guards `state`.
-    init(_ state: State) {
+    public init(_ state: State) {
         self.state = state
     }
 
     /// Runs `body` with exclusive access to the state.
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)

@@ -1,24 +1,21 @@
 @testable import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Logging
 import Testing
 
-/// The ten promises of ../shared/design/observation.md, on an in-memory
-/// queue and on a file pool.
-@Suite("Observation promises")
-struct ObservationPromiseTests {
+/// What an observation guarantees its consumers (first value at once, no
+/// missed change, nothing from rollbacks, consistent values in commit
+/// order, latest wins, precision, errors, cancellation and closing, writers
+/// never blocked), on an in-memory queue and on a file pool.
+@Suite("The observation contract")
+struct ObservationContractTests {
     /// Runs `body` against a queue and a pool holding the `player` table.
     static func withDatabases(
         configuration: Configuration = Configuration(), _ body: (any DatabaseWriter) async throws -> Void
     ) async throws {
-        let queue = try DatabaseQueue(configuration: configuration)
-        try await queue.write { db in try db.execute(sql: playerSchema) }
-        try await body(queue)
-        try await withTemporaryDirectory { directory in
-            let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            try await pool.write { db in try db.execute(sql: playerSchema) }
-            try await body(pool)
-            await pool.close()
+        for kind in DatabaseKind.queueAndPool {
+            try await withDatabase(kind, configuration: configuration, schema: playerSchema, body)
         }
     }
 
@@ -28,7 +25,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("1. immediate first value")
+    @Test("Immediate first value")
     func immediateFirstValue() async throws {
         try await Self.withDatabases { database in
             try await Self.insert("Arthur", into: database)
@@ -39,7 +36,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("2. no missed change")
+    @Test("No missed change")
     func noMissedChange() async throws {
         try await Self.withDatabases { database in
             let (recorder, task) = record(database.observe(PlayerNames()))
@@ -50,7 +47,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("2. a commit between registration and first fetch is not missed")
+    @Test("A commit between registration and first fetch is not missed")
     func registrationRace() async throws {
         try await Self.withDatabases { database in
             // Writes run concurrently with many registrations; each
@@ -71,7 +68,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("3. nothing from rollbacks")
+    @Test("Nothing from rollbacks")
     func nothingFromRollbacks() async throws {
         struct Boom: Error {}
         try await Self.withDatabases { database in
@@ -98,7 +95,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("4. consistency: never a half-applied transaction")
+    @Test("Consistency: never a half-applied transaction")
     func consistency() async throws {
         try await Self.withDatabases { database in
             try await database.write { db in
@@ -129,7 +126,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("5. order: values arrive in commit order")
+    @Test("Order: values arrive in commit order")
     func order() async throws {
         try await Self.withDatabases { database in
             let (recorder, task) = record(database.observe(IntRequest("SELECT count(*) FROM player")))
@@ -145,7 +142,7 @@ struct ObservationPromiseTests {
     /// Fetches of one shared observation finish on several readers at once:
     /// a fetch's result must never reach a mailbox after a newer one (it used
     /// to, and the deduplication then hid the newest value for good).
-    @Test("5. order holds for subscribers of a shared observation while commits race its fetches")
+    @Test("Order holds for subscribers of a shared observation while commits race its fetches")
     func orderUnderRacingFetches() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
@@ -177,7 +174,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("6. latest wins: a slow consumer gets the newest state")
+    @Test("Latest wins: a slow consumer gets the newest state")
     func latestWins() async throws {
         try await Self.withDatabases { database in
             let request = IntRequest("SELECT count(*) FROM player")
@@ -210,7 +207,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("7. precision: other tables, other columns")
+    @Test("Precision: other tables, other columns")
     func precision() async throws {
         try await Self.withDatabases { database in
             try await database.write { db in try db.execute(sql: "CREATE TABLE other (x)") }
@@ -233,7 +230,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("8. errors end the throwing form")
+    @Test("Errors end the throwing form")
     func errorsEndTheThrowingForm() async throws {
         try await Self.withDatabases { database in
             try await database.write { db in try db.execute(sql: "CREATE TABLE doomed (x)") }
@@ -249,7 +246,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("8. the Result form keeps going and recovers")
+    @Test("The Result form keeps going and recovers")
     func resultsRecover() async throws {
         try await Self.withDatabases { database in
             let request = IntRequest("SELECT count(*) FROM later")
@@ -292,7 +289,7 @@ struct ObservationPromiseTests {
         return false
     }
 
-    @Test("8. a first fetch that throws before reading anything recovers at the next commit, of any table")
+    @Test("A first fetch that throws before reading anything recovers at the next commit, of any table")
     func aFirstFetchThatReadNothingRecovers() async throws {
         try await Self.withDatabases { database in
             try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS other (x)") }
@@ -311,7 +308,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("8. a later fetch that throws recovers, then observes its region only")
+    @Test("A later fetch that throws recovers, then observes its region only")
     func aLaterFetchThatThrowsRecovers() async throws {
         try await Self.withDatabases { database in
             try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS other (x)") }
@@ -341,7 +338,7 @@ struct ObservationPromiseTests {
         func fetch(_ db: Database) throws -> Int { 42 }
     }
 
-    @Test("7. a fetch that succeeds without reading anything observes nothing: its value cannot change")
+    @Test("A fetch that succeeds without reading anything observes nothing: its value cannot change")
     func aFetchThatReadsNothingObservesNothing() async throws {
         try await Self.withDatabases { database in
             let (recorder, task) = record(database.observe(Constant()))
@@ -355,7 +352,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("9. cancellation releases everything")
+    @Test("Cancellation releases everything")
     func cancellationReleases() async throws {
         try await Self.withDatabases { database in
             let (recorder, task) = record(database.observe(PlayerNames()))
@@ -401,7 +398,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("9. cancelling the last consumer interrupts its fetch in flight")
+    @Test("Cancelling the last consumer interrupts its fetch in flight")
     func cancellationInterruptsTheFetch() async throws {
         try await Self.withOneReaderPool { pool in
             let started = Gate()
@@ -421,7 +418,7 @@ struct ObservationPromiseTests {
     /// before the closed-database error (it used to be skipped when close
     /// ended the observations first), when it ends within the grace period
     /// (long here, so that a loaded machine does not end it first).
-    @Test("9. closing delivers the values of commits made before it")
+    @Test("Closing delivers the values of commits made before it")
     func closingDeliversEarlierCommits() async throws {
         var configuration = Configuration()
         configuration.closeGracePeriod = .seconds(60)
@@ -441,7 +438,7 @@ struct ObservationPromiseTests {
     /// A consumer that has not taken the value of a commit made before the
     /// close gets it, then the closed-database error: the error does not
     /// replace it (a loaded machine made the consumer that late in CI).
-    @Test("9. a value not taken yet when the database closes comes before the error")
+    @Test("A value not taken yet when the database closes comes before the error")
     func closingKeepsAValueNotTakenYet() async throws {
         try await withTimeout {
             let subscription = ResultMailbox<Int> { _ in }
@@ -469,7 +466,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("9. closing the database ends every observation")
+    @Test("Closing the database ends every observation")
     func closingEndsObservations() async throws {
         try await Self.withDatabases { database in
             func isClosedError(_ error: (any Error)?) -> Bool {
@@ -512,7 +509,7 @@ struct ObservationPromiseTests {
         }
     }
 
-    @Test("9. closing while observations start and commits land strands no consumer")
+    @Test("Closing while observations start and commits land strands no consumer")
     func closingRacesWithObservations() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
@@ -565,7 +562,7 @@ struct ObservationPromiseTests {
         return try await pool.writeWithoutTransaction { db in db.changeCollector!.hooksInstalled }
     }
 
-    @Test("10. writers are not blocked by observers")
+    @Test("Writers are not blocked by observers")
     func writersNotBlocked() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))

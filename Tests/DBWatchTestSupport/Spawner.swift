@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// Starts child processes with `posix_spawn`, their standard output and
-/// error on pipes that no other child inherits.
+/// error (and input, when asked) on pipes that no other child inherits:
+/// the engine under ``ChildProcess``.
 ///
 /// Tests run in parallel: a pipe created while another thread spawns a
 /// child would leak into that child and keep its reader from seeing the
@@ -16,25 +17,40 @@ enum Spawner {
     private static let lock = NSLock()
 
     /// Spawns `command` (`command[0]` is the program's path) with standard
-    /// input from `/dev/null`. Returns the pid and the read ends of the
-    /// output and error pipes; the caller reads them and reaps the child.
-    static func spawn(_ command: [String], environment: [String: String]) throws -> (
-        pid: pid_t, output: Int32, error: Int32
+    /// input from `input`. Returns the pid, the read ends of the output and
+    /// error pipes and the write end of the input pipe (with
+    /// ``ChildProcess/Input/pipe``); the caller reads them and reaps the
+    /// child.
+    static func spawn(_ command: [String], environment: [String: String], input: ChildProcess.Input) throws -> (
+        pid: pid_t, output: Int32, error: Int32, input: Int32?
     ) {
         lock.lock()
         defer { lock.unlock() }
         var output: [Int32] = [0, 0]
         var error: [Int32] = [0, 0]
-        guard pipe(&output) == 0 else { throw Shell.ShellError(message: "pipe failed: errno \(errno)") }
+        var inputPipe: [Int32] = [0, 0]
+        guard pipe(&output) == 0 else { throw ChildProcess.Failure("pipe failed: errno \(errno)") }
         guard pipe(&error) == 0 else {
             closeAll(output)
-            throw Shell.ShellError(message: "pipe failed: errno \(errno)")
+            throw ChildProcess.Failure("pipe failed: errno \(errno)")
         }
-        for descriptor in output + error { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var pipes = output + error
+        if case .pipe = input {
+            guard pipe(&inputPipe) == 0 else {
+                closeAll(pipes)
+                throw ChildProcess.Failure("pipe failed: errno \(errno)")
+            }
+            pipes += inputPipe
+        }
+        for descriptor in pipes { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        switch input {
+        case .none: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        case .file(let path): posix_spawn_file_actions_addopen(&actions, 0, path, O_RDONLY, 0)
+        case .pipe: posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+        }
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, error[1], 2)
         // Children start like from a shell: no blocked signal (a Dispatch
@@ -58,12 +74,15 @@ enum Spawner {
         let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, envp)
         close(output[1])
         close(error[1])
+        if case .pipe = input { close(inputPipe[0]) }
         guard spawned == 0 else {
             close(output[0])
             close(error[0])
-            throw Shell.ShellError(message: "cannot start \(command[0]): error \(spawned)")
+            if case .pipe = input { close(inputPipe[1]) }
+            throw ChildProcess.Failure("cannot start \(command[0]): error \(spawned)")
         }
-        return (pid, output[0], error[0])
+        let inputEnd: Int32? = if case .pipe = input { inputPipe[1] } else { nil }
+        return (pid, output[0], error[0], inputEnd)
     }
 
     private static func closeAll(_ descriptors: [Int32]) {
