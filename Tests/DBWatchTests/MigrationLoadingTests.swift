@@ -228,7 +228,6 @@ struct MigrationLoadingTests {
         #expect(MigrationError.Code.gap.description == "gap")
     }
 
-
     /// A migration from a file and the same text in code have the same
     /// checksum, so either continues a database the other started; renaming
     /// only the description is harmless.
