@@ -4,7 +4,11 @@ import Testing
 
 @testable import dbwatch
 
-@Suite("Parsing the command line")
+// One test at a time: each parse is pure CPU, and under the thread
+// sanitizer the first ones take seconds (every dynamic cast scans the
+// conformances); run all at once, they held both cooperative threads for
+// over a minute while the other suites' steps waited.
+@Suite("Parsing the command line", .serialized)
 struct ParsingTests {
     @Test func watchTakesTheDatabaseAndSeveralSQL() throws {
         let command = try DBWatchCommand.parseAsRoot([
