@@ -7,6 +7,9 @@ let hummingbird = TargetDependencyCondition.when(traits: ["Hummingbird"])
 /// Packages resolved only with the trait `CommandLineTool` (the `dbwatch`
 /// executable).
 let commandLineTool = TargetDependencyCondition.when(traits: ["CommandLineTool"])
+/// Packages resolved only with the trait `Postgres` (the `DBWatchPostgres`
+/// product and its tests).
+let postgres = TargetDependencyCondition.when(traits: ["Postgres"])
 
 // Platforms: Linux only. DBWatch uses inotify and Glibc (and the system
 // SQLite, `apt-get install libsqlite3-dev`). There is no `platforms:` entry:
@@ -18,6 +21,7 @@ let package = Package(
         .library(name: "DBWatch", targets: ["DBWatch"]),
         .executable(name: "dbwatch", targets: ["dbwatch"]),
         .library(name: "DBWatchHummingbird", targets: ["DBWatchHummingbird"]),
+        .library(name: "DBWatchPostgres", targets: ["DBWatchPostgres"]),
     ],
     // A user of the `DBWatch` product alone depends with `traits: []` and
     // resolves swift-log only: SwiftPM fetches no package that only a
@@ -27,9 +31,12 @@ let package = Package(
             name: "Hummingbird",
             description: "The DBWatchHummingbird product: live queries over server-sent events and WebSockets."),
         .trait(
+            name: "Postgres",
+            description: "The DBWatchPostgres product: a live SQLite replica of PostgreSQL tables."),
+        .trait(
             name: "CommandLineTool",
-            description: "The dbwatch executable (watch, explain, migrate, demo, serve).",
-            enabledTraits: ["Hummingbird"]),
+            description: "The dbwatch executable (watch, explain, migrate, demo, serve, replicate).",
+            enabledTraits: ["Hummingbird", "Postgres"]),
         .default(enabledTraits: ["CommandLineTool"]),
     ],
     dependencies: [
@@ -42,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", .upToNextMinor(from: "2.8.1")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Trait Postgres. Issue 19 pins postgres-nio 1.33.x.
+        .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
         // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -73,8 +82,11 @@ let package = Package(
             name: "dbwatch",
             dependencies: [
                 "DBWatch",
-                // `serve` (CommandLineTool turns on Hummingbird).
+                // `serve` and `replicate` (CommandLineTool turns on
+                // Hummingbird and Postgres).
                 "DBWatchHummingbird",
+                "DBWatchPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
@@ -93,6 +105,15 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "DBWatchPostgres",
+            dependencies: [
+                "DBWatch",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -133,12 +154,24 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "DBWatchPostgresTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchPostgres",
+                "DBWatchTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
             name: "dbwatchTests",
             dependencies: [
                 "dbwatch",
                 "DBWatch",
                 "DBWatchTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 // The page tests drive headless Chromium over its DevTools WebSocket.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
