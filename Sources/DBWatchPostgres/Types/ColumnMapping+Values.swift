@@ -51,10 +51,12 @@ extension ColumnMapping.Kind {
         case .bytes:
             return .blob(try PostgresText.bytea(text))
         case .timestamp:
-            var output: [UInt8] = []
-            output.reserveCapacity(23)
-            try PostgresText.timestamp(text) { output.append($0) }
-            return .text(String(decoding: output, as: UTF8.self))
+            let milliseconds = try PostgresText.timestamp(text)
+            return .text(
+                String(unsafeUninitializedCapacity: PostgresText.timestampTextCount) { buffer in
+                    PostgresText.writeTimestamp(milliseconds, to: buffer)
+                    return PostgresText.timestampTextCount
+                })
         case .date:
             try PostgresText.checkDate(text)
             return .text(String(decoding: text, as: UTF8.self))

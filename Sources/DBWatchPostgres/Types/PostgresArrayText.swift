@@ -178,8 +178,13 @@ enum PostgresArrayText {
             }
             output.append(UInt8(ascii: "\""))
         case .timestamp:
+            let milliseconds = try PostgresText.timestamp(value)
             output.append(UInt8(ascii: "\""))
-            try PostgresText.timestamp(value) { output.append($0) }
+            let start = output.count
+            output.append(contentsOf: repeatElement(0, count: PostgresText.timestampTextCount))
+            output.withUnsafeMutableBufferPointer { buffer in
+                PostgresText.writeTimestamp(milliseconds, to: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+            }
             output.append(UInt8(ascii: "\""))
         case .date:
             try PostgresText.checkDate(value)

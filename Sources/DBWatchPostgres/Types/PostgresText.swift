@@ -165,11 +165,12 @@ enum PostgresText {
     }
 
     /// A timestamp's text, `YYYY-MM-DD HH:MM:SS[.ffffff][±HH[:MM[:SS]]]`
-    /// (timestamp without an offset is taken as UTC), written as DBWatch
-    /// stores a `Date`: `yyyy-MM-dd HH:mm:ss.SSS` in UTC, rounded to the
-    /// millisecond (half away from zero, as `Date.databaseValue` rounds).
-    /// Infinite timestamps, dates BC and instants after 9999 throw.
-    static func timestamp(_ text: UnsafeBufferPointer<UInt8>, _ body: (UInt8) -> Void) throws(ConversionFailure) {
+    /// (timestamp without an offset is taken as UTC), as milliseconds
+    /// since 1970 UTC, rounded half away from zero as `Date.databaseValue`
+    /// rounds, and within the years 0000 to 9999 that DBWatch's date text
+    /// holds (``writeTimestamp(_:to:)`` writes it). Infinite timestamps,
+    /// dates BC and instants after 9999 throw.
+    static func timestamp(_ text: UnsafeBufferPointer<UInt8>) throws(ConversionFailure) -> Int64 {
         try checkFinite(text, "timestamp")
         let invalid = ConversionFailure(reason: "not a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])")
         guard text.count >= 19, let (year, month, day) = calendarDate(text), year > 0 else { throw invalid }
@@ -218,25 +219,43 @@ enum PostgresText {
         var milliseconds = total / 1000
         let rest = total % 1000
         if rest >= 500 { milliseconds += 1 } else if rest <= -500 { milliseconds -= 1 }
-        let outputDays = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
-        let millisecondOfDay = milliseconds - outputDays * 86_400_000
-        let (outputYear, outputMonth, outputDay) = civilDate(daysSince1970: outputDays)
-        guard (0...9999).contains(outputYear) else {
+        let first = daysSince1970(year: 0, month: 1, day: 1) * 86_400_000
+        let end = daysSince1970(year: 10_000, month: 1, day: 1) * 86_400_000
+        guard milliseconds >= first, milliseconds < end else {
             throw ConversionFailure(reason: "timestamp outside the years 0000 to 9999, which DBWatch stores as text")
         }
-        appendDigits(outputYear, 4, body)
-        body(UInt8(ascii: "-"))
-        appendDigits(outputMonth, 2, body)
-        body(UInt8(ascii: "-"))
-        appendDigits(outputDay, 2, body)
-        body(UInt8(ascii: " "))
-        appendDigits(millisecondOfDay / 3_600_000, 2, body)
-        body(UInt8(ascii: ":"))
-        appendDigits(millisecondOfDay / 60_000 % 60, 2, body)
-        body(UInt8(ascii: ":"))
-        appendDigits(millisecondOfDay / 1000 % 60, 2, body)
-        body(UInt8(ascii: "."))
-        appendDigits(millisecondOfDay % 1000, 3, body)
+        return milliseconds
+    }
+
+    /// The length of DBWatch's date text, `yyyy-MM-dd HH:mm:ss.SSS`.
+    static let timestampTextCount = 23
+
+    /// Writes DBWatch's date text of an instant of the years 0000 to 9999
+    /// (milliseconds since 1970 UTC) in the first 23 bytes of `buffer`.
+    static func writeTimestamp(_ milliseconds: Int64, to buffer: UnsafeMutableBufferPointer<UInt8>) {
+        let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+        let millisecondOfDay = milliseconds - days * 86_400_000
+        let (year, month, day) = civilDate(daysSince1970: days)
+        var index = 0
+        func write(_ value: Int64, _ count: Int, then separator: UInt8?) {
+            var remaining = value
+            for position in stride(from: index + count - 1, through: index, by: -1) {
+                buffer[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+                remaining /= 10
+            }
+            index += count
+            if let separator {
+                buffer[index] = separator
+                index += 1
+            }
+        }
+        write(year, 4, then: UInt8(ascii: "-"))
+        write(month, 2, then: UInt8(ascii: "-"))
+        write(day, 2, then: UInt8(ascii: " "))
+        write(millisecondOfDay / 3_600_000, 2, then: UInt8(ascii: ":"))
+        write(millisecondOfDay / 60_000 % 60, 2, then: UInt8(ascii: ":"))
+        write(millisecondOfDay / 1000 % 60, 2, then: UInt8(ascii: "."))
+        write(millisecondOfDay % 1000, 3, then: nil)
     }
 
     /// Throws for `infinity` and `-infinity`.
@@ -313,17 +332,6 @@ enum PostgresText {
         let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    /// Writes `value` (not negative) in `count` decimal digits.
-    @inline(__always)
-    private static func appendDigits(_ value: Int64, _ count: Int, _ body: (UInt8) -> Void) {
-        var divisor: Int64 = 1
-        for _ in 1..<count { divisor *= 10 }
-        while divisor > 0 {
-            body(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-            divisor /= 10
-        }
     }
 
     /// Whether `text` is exactly the ASCII `string`.
