@@ -309,6 +309,28 @@ struct ColumnMappingTests {
         #expect(!refuses(1007, "{{{{{{1}}}}}}"))
     }
 
+    @Test("A refused value's error gives its text, shortened, and why")
+    func errorsSayWhy() throws {
+        func error(_ oid: UInt32, _ text: String) throws -> ValueConversionError {
+            let mapping = try #require(ColumnMapping(typeOID: oid))
+            do {
+                _ = try mapping.databaseValue(fromText: Array(text.utf8))
+            } catch {
+                return error
+            }
+            throw ValueConversionError(text: text, reason: "converted")
+        }
+        #expect(try error(701, "NaN") == ValueConversionError(text: "NaN", reason: "NaN, which SQLite stores as NULL"))
+        #expect(try error(1184, "infinity").reason == "infinite timestamp, which has no date text")
+        #expect(try error(1184, "10000-01-01 00:00:00+00").reason.contains("after the year 9999"))
+        #expect(try error(1082, "0044-03-15 BC").reason.contains("BC"))
+        #expect(try error(1184, "0001-01-01 00:00:00+00 BC").reason.contains("BC"))
+        #expect(try error(1007, "[0:1]={1,2}").reason.contains("explicit bounds"))
+        #expect(try error(20, "9223372036854775808").reason == "integer out of the 64-bit range")
+        let long = try error(1009, "{" + String(repeating: "é", count: 300) + "\u{FFFF}")
+        #expect(long.text == "{" + String(repeating: "é", count: 99) + "…")
+    }
+
     @Test("Random text never crashes a conversion")
     func garbageNeverCrashes() {
         var generator = SeededGenerator(seed: 25)

@@ -157,10 +157,9 @@ enum PostgresText {
     /// 9999. Infinite dates, dates BC and years after 9999 throw.
     static func checkDate(_ text: UnsafeBufferPointer<UInt8>) throws(ConversionFailure) {
         try checkFinite(text, "date")
-        guard text.count >= 10, let (year, month, day) = calendarDate(text), year > 0 else {
+        guard text.count >= 10, let (year, _, _) = calendarDate(text), year > 0 else {
             throw ConversionFailure(reason: "not a date (YYYY-MM-DD)")
         }
-        _ = (year, month, day)
         guard text.count == 10 else { throw unsupportedDate(text, at: 10) }
     }
 
@@ -258,10 +257,13 @@ enum PostgresText {
         write(millisecondOfDay % 1000, 3, then: nil)
     }
 
-    /// Throws for `infinity` and `-infinity`.
+    /// Throws for `infinity`, `-infinity` and a year of 5 digits or more.
     private static func checkFinite(_ text: UnsafeBufferPointer<UInt8>, _ type: String) throws(ConversionFailure) {
         if equals(text, "infinity") || equals(text, "-infinity") {
             throw ConversionFailure(reason: "infinite \(type), which has no date text")
+        }
+        if number(text, 0, 5) != nil {
+            throw ConversionFailure(reason: "\(type) after the year 9999, which DBWatch's date text cannot hold")
         }
     }
 
