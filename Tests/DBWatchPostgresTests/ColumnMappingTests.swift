@@ -248,6 +248,8 @@ struct ColumnMappingTests {
             try value(3802, "{\"a\": null, \"b\": [1, 2500, \"x\\\"y\\u00e9\"]}")
                 == .text("{\"a\": null, \"b\": [1, 2500, \"x\\\"y\\u00e9\"]}"))
         #expect(try value(3802, "\"é\"") == .text("\"é\""))
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(try value(3802, deep) == .text(deep))
         for text in ["", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru", "01", "\"a", "[1] 2", "{\"a\":1,}", "\"\\x\""] {
             #expect(refuses(3802, text), "\(text)")
         }
