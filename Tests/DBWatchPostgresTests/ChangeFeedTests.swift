@@ -133,6 +133,7 @@ struct ChangeFeedTests {
                     #expect(try await TableDump.sqlite(other, table: "player", columns: ["id", "score"]) == source)
                 }
             }
+            await other.close()
             #expect(try await scene.slotNames().count == 2)
         }
     }
