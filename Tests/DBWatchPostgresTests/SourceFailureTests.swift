@@ -43,6 +43,26 @@ struct SourceFailureTests {
     }
 }
 
+extension SourceFailureTests {
+    @Test("A slot invalidated by max_slot_wal_keep_size is a typed error at the next start")
+    func anInvalidatedSlotIsRefused() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in
+            try await withRunningReplica(scene.replica(tables: ["player"])) { running in
+                try await running.replica.catchUp(with: scene.client)
+                try await running.stop()
+            }
+            try await scene.server.run("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'", "SELECT pg_reload_conf()")
+            for id in 1...4 {
+                try await scene.server.run("INSERT INTO player VALUES (\(id))", "SELECT pg_switch_wal()")
+            }
+            try await scene.server.run("CHECKPOINT")
+            #expect(try await scene.server.psql("SELECT wal_status FROM pg_replication_slots") == "lost")
+            let error = try await withRunningReplica(scene.replica(tables: ["player"])) { try await $0.failure() }
+            #expect(error?.code == .slotMissing)
+        }
+    }
+}
+
 @Suite("Replica: removal")
 struct ReplicaRemovalTests {
     @Test("A removed replica drops its slot and its publication; a running one refuses")

@@ -16,11 +16,12 @@ extension PostgresReplica {
         var record = try await store.loadRecord()
         if let existing = record, existing.isCopied {
             try checkUnchanged(existing, current: tables)
-            guard try await source.slotExists(existing.slot) else {
+            guard try await source.slotIsUsable(existing.slot) else {
                 throw ReplicaError(
                     .slotMissing,
                     """
-                    the replica's slot \(existing.slot) is gone from PostgreSQL, so changes may be lost; \
+                    the replica's slot \(existing.slot) is gone from PostgreSQL or invalidated, so changes may \
+                    be lost; \
                     remove the replica's file and start again
                     """)
             }

@@ -29,7 +29,9 @@ extension ReplicaError {
         let message = error.serverInfo?[.message] ?? "\(error.code)"
         if Self.retriedStates.contains(state) || Self.retriedClasses.contains(String(state.prefix(2))) {
             self = ReplicaError(.sourceUnreachable, "PostgreSQL: \(message) (SQLSTATE \(state))")
-        } else if state == "42704", message.contains("replication slot") {
+        } else if message.contains("replication slot"),
+            state == "42704" || (message + (error.serverInfo?[.detail] ?? "")).contains("invalidated")
+        {
             self = ReplicaError(.slotMissing, "PostgreSQL: \(message)")
         } else {
             self = ReplicaError(.sourceNotReady, "PostgreSQL: \(message) (SQLSTATE \(state))")

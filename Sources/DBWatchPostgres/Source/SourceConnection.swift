@@ -49,9 +49,15 @@ struct SourceConnection {
         try await text("SELECT current_setting('wal_level')")
     }
 
-    /// Whether a slot of this name exists in the connection's database.
-    func slotExists(_ slot: String) async throws -> Bool {
-        try await text("SELECT slot_name::text FROM pg_replication_slots WHERE slot_name = \(slot)") != nil
+    /// Whether a slot of this name exists and still holds the log from its
+    /// position on (a slot that exceeded `max_slot_wal_keep_size` is
+    /// invalidated: `wal_status` is `lost`).
+    func slotIsUsable(_ slot: String) async throws -> Bool {
+        try await text(
+            """
+            SELECT slot_name::text FROM pg_replication_slots \
+            WHERE slot_name = \(slot) AND wal_status IS DISTINCT FROM 'lost'
+            """) != nil
     }
 
     /// Creates a logical slot with `pgoutput`; returns its consistent point.
