@@ -76,6 +76,7 @@ struct SchemaChangeTests {
         arguments: [
             ("CREATE TABLE t (id int PRIMARY KEY, at point)", ReplicaError.Code.unsupportedType),
             ("CREATE TABLE t (id int, name text)", .noPrimaryKey),
+            ("CREATE TABLE t (at timestamptz PRIMARY KEY)", .unsupportedType),
             ("CREATE TABLE other (id int PRIMARY KEY)", .tableNotFound),
             ("CREATE VIEW t AS SELECT 1 AS id", .invalidConfiguration),
         ])

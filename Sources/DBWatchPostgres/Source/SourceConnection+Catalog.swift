@@ -56,6 +56,16 @@ extension SourceConnection {
                     .unsupportedType, table: "\(schema).\(relation)", column: column,
                     "\(schema).\(relation).\(column) has type \(typeName), which the replica cannot store in SQLite")
             }
+            if isKey, case .timestamp = mapping.kind {
+                // Two keys less than a millisecond apart would become one
+                // row in SQLite.
+                throw ReplicaError(
+                    .unsupportedType, table: "\(schema).\(relation)", column: column,
+                    """
+                    \(schema).\(relation).\(column) is a key of type \(typeName), which SQLite stores to the \
+                    millisecond: two keys closer than that would become one row
+                    """)
+            }
             table?.columns.append(
                 SourceColumn(
                     name: column, typeOID: UInt32(typeOID), typeName: typeName, isKey: isKey, mapping: mapping))
