@@ -1,4 +1,5 @@
 import DBWatch
+import Glibc
 import DBWatchPostgres
 import DBWatchTestSupport
 import PostgresNIO
@@ -24,6 +25,32 @@ struct SourceFailureTests {
                 try await replica.catchUp(with: scene.client)
                 #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1\n2|2")
                 try await waitUntil { replica.status.isConnected && replica.status.lastError == nil }
+            }
+        }
+    }
+
+    @Test("A query PostgreSQL does not answer is given up after queryTimeout, and the replica reconnects")
+    func anUnansweredQueryIsGivenUp() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY, score int)") { scene in
+            let replica = scene.replica(tables: ["player"]) { $0.queryTimeout = .seconds(1) }
+            try await withRunningReplica(replica) { _ in
+                try await replica.catchUp(with: scene.client)
+                // The backend serving the replica, found by its poll; stopped
+                // as a machine that vanished would be: no answer, no close.
+                let poll = "pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()"
+                var found: pid_t?
+                for _ in 0..<200 where found == nil {
+                    let pids = try await scene.server.psql(
+                        "SELECT pid FROM pg_stat_activity WHERE query LIKE '%\(poll)%' AND pid <> pg_backend_pid()")
+                    found = pids.split(separator: "\n").first.flatMap { pid_t($0) }
+                }
+                let pid = try #require(found)
+                kill(pid, SIGSTOP)
+                defer { kill(pid, SIGCONT) }
+                try await waitUntil { replica.status.lastError?.message.contains("did not answer") == true }
+                try await scene.server.run("INSERT INTO player VALUES (1, 1)")
+                try await replica.catchUp(with: scene.client)
+                #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1")
             }
         }
     }

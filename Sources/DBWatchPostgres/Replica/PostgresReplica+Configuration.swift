@@ -29,6 +29,13 @@ extension PostgresReplica {
         /// Rows per SQLite transaction during the initial copy. Default: 5,000.
         public var rowsPerCopyTransaction: Int = 5_000
 
+        /// How long one query of the change feed or the catalog may take
+        /// before the replica takes the connection for dead, closes it and
+        /// retries (a peer that vanished does not always close its TCP
+        /// connection). The initial copy's reading of a table is not
+        /// limited. Default: 30 s.
+        public var queryTimeout: Duration = .seconds(30)
+
         /// The first wait after a failure to reach PostgreSQL; it doubles
         /// after each failure in a row, up to ``maximumRetryDelay``. Default:
         /// 100 ms.

@@ -16,7 +16,7 @@ extension PostgresReplica {
         guard !running else { throw ReplicaError(.stillRunning, "stop the replica before removing it") }
         guard let record = try await store.loadRecord() else { return }
         try await client.withConnection { connection in
-            let source = try await SourceConnection(connection, logger: logger)
+            let source = try await SourceConnection(connection, timeout: configuration.queryTimeout, logger: logger)
             try await source.dropSlotIfExists(record.slot)
             if record.ownsPublication {
                 try await source.dropPublicationIfExists(record.publication)

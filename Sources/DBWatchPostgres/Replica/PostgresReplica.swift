@@ -108,7 +108,8 @@ public final class PostgresReplica: Service, Sendable {
             try Task.checkCancellation()
             do {
                 try await client.withConnection { connection in
-                    let source = try await SourceConnection(connection, logger: self.logger)
+                    let source = try await SourceConnection(
+                        connection, timeout: self.configuration.queryTimeout, logger: self.logger)
                     delay = self.configuration.initialRetryDelay
                     self.update { $0.isConnected = true }
                     try await self.follow(source)

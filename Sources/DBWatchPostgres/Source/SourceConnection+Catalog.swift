@@ -19,24 +19,28 @@ extension SourceConnection {
     ///
     /// - Throws: ``ReplicaError`` `unsupportedType` or `noPrimaryKey`.
     func describeTable(_ name: String) async throws -> SourceTable? {
-        let rows = try await connection.query(
-            """
-            SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, a.attname::text,
-                a.atttypid::int8, format_type(a.atttypid, NULL), t.typtype::text, t.typbasetype::int8,
-                coalesce(a.attnum = ANY(i.indkey::int2[]), false)
-            FROM pg_class c
-            JOIN pg_namespace n ON n.oid = c.relnamespace
-            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-            JOIN pg_type t ON t.oid = a.atttypid
-            LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
-            WHERE c.oid = to_regclass(\(name))
-            ORDER BY a.attnum
-            """,
-            logger: logger)
+        typealias CatalogRow = (Int64, String, String, String, String, Int64, String, String, Int64, Bool)
+        let rows: [CatalogRow] = try await guarded { [connection, logger] in
+            let rows = try await connection.query(
+                """
+                SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, a.attname::text,
+                    a.atttypid::int8, format_type(a.atttypid, NULL), t.typtype::text, t.typbasetype::int8,
+                    coalesce(a.attnum = ANY(i.indkey::int2[]), false)
+                FROM pg_class c
+                JOIN pg_namespace n ON n.oid = c.relnamespace
+                JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                JOIN pg_type t ON t.oid = a.atttypid
+                LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+                WHERE c.oid = to_regclass(\(name))
+                ORDER BY a.attnum
+                """,
+                logger: logger)
+            var decoded: [CatalogRow] = []
+            for try await row in rows.decode(CatalogRow.self) { decoded.append(row) }
+            return decoded
+        }
         var table: SourceTable?
-        for try await row in rows {
-            let (oid, schema, relation, kind, column, typeOID, typeName, typeKind, baseType, isKey) = try row.decode(
-                (Int64, String, String, String, String, Int64, String, String, Int64, Bool).self)
+        for (oid, schema, relation, kind, column, typeOID, typeName, typeKind, baseType, isKey) in rows {
             if table == nil {
                 guard kind == "r" else {
                     throw ReplicaError(

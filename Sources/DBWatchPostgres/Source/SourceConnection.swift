@@ -9,29 +9,45 @@ import PostgresNIO
 /// The session settings make PostgreSQL's text output of a value the same
 /// whatever the server's configuration, so ``ColumnMapping`` reads one
 /// format.
-struct SourceConnection {
+struct SourceConnection: Sendable {
     let connection: PostgresConnection
     let logger: Logger
+    /// How long a query may take before the connection is taken for dead.
+    let timeout: Duration
 
     /// Sets the session's output formats.
-    init(_ connection: PostgresConnection, logger: Logger) async throws {
+    init(_ connection: PostgresConnection, timeout: Duration, logger: Logger) async throws {
         self.connection = connection
         self.logger = logger
+        self.timeout = timeout
         for setting in [
             "SET DateStyle = ISO", "SET TimeZone = 'UTC'", "SET extra_float_digits = 3",
             "SET bytea_output = hex", "SET IntervalStyle = postgres",
         ] {
-            try await connection.query(PostgresQuery(unsafeSQL: setting), logger: logger)
+            try await run(PostgresQuery(unsafeSQL: setting))
         }
+    }
+
+    /// Runs `body` within ``timeout``; when time is up, closes the
+    /// connection (which ends what waits on it) and throws
+    /// ``ReplicaError/Code/sourceUnreachable``.
+    func guarded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(
+            timeout,
+            onTimeout: { [connection] in
+                let _: EventLoopFuture<Void> = connection.close()
+            }, body)
     }
 
     /// The values of a query's single text column.
     func texts(_ query: PostgresQuery) async throws -> [String?] {
-        var values: [String?] = []
-        for try await row in try await connection.query(query, logger: logger) {
-            values.append(try row.makeRandomAccess()[0].decode(String?.self))
+        try await guarded { [connection, logger] in
+            var values: [String?] = []
+            for try await row in try await connection.query(query, logger: logger) {
+                values.append(try row.makeRandomAccess()[0].decode(String?.self))
+            }
+            return values
         }
-        return values
     }
 
     /// The value of a query's single text cell.
@@ -39,9 +55,11 @@ struct SourceConnection {
         try await texts(query).first ?? nil
     }
 
-    /// Runs a statement without results.
+    /// Runs a statement and ignores its results.
     func run(_ query: PostgresQuery) async throws {
-        try await connection.query(query, logger: logger)
+        try await guarded { [connection, logger] in
+            try await connection.query(query, logger: logger)
+        }
     }
 
     /// PostgreSQL's `wal_level`, which must be `logical`.
@@ -93,18 +111,20 @@ struct SourceConnection {
     /// than `limit` messages means the read reached the end of the log
     /// flushed when it started.
     func peekChanges(slot: String, publication: String, limit: Int) async throws -> [[UInt8]] {
-        let rows = try await connection.query(
-            """
-            SELECT data FROM pg_logical_slot_peek_binary_changes(\(slot), NULL, \(limit)::int, \
-            'proto_version', '1', 'publication_names', \(quoted(publication)))
-            """,
-            logger: logger)
-        var messages: [[UInt8]] = []
-        for try await row in rows {
-            guard let buffer = row.makeRandomAccess()[0].bytes else { continue }
-            messages.append(Array(buffer.readableBytesView))
+        try await guarded { [connection, logger] in
+            let rows = try await connection.query(
+                """
+                SELECT data FROM pg_logical_slot_peek_binary_changes(\(slot), NULL, \(limit)::int, \
+                'proto_version', '1', 'publication_names', \(quoted(publication)))
+                """,
+                logger: logger)
+            var messages: [[UInt8]] = []
+            for try await row in rows {
+                guard let buffer = row.makeRandomAccess()[0].bytes else { continue }
+                messages.append(Array(buffer.readableBytesView))
+            }
+            return messages
         }
-        return messages
     }
 
     /// Moves the slot's confirmed position, so PostgreSQL may recycle the
@@ -125,13 +145,16 @@ extension SourceConnection {
     /// `pg_current_wal_flush_lsn()`, the end of what can be decoded, read
     /// together.
     func logPositions() async throws -> (insert: LogSequenceNumber, flush: LogSequenceNumber) {
-        let rows = try await connection.query(
-            "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text", logger: logger)
-        for try await (insert, flush) in rows.decode((String, String).self) {
-            if let insert = LogSequenceNumber(insert), let flush = LogSequenceNumber(flush) {
-                return (insert, flush)
-            }
+        let texts = try await guarded { [connection, logger] in
+            let rows = try await connection.query(
+                "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text", logger: logger)
+            var texts: [(String, String)] = []
+            for try await row in rows.decode((String, String).self) { texts.append(row) }
+            return texts.first.map { [$0.0, $0.1] } ?? []
         }
-        throw ReplicaError(.unreadableChange, "PostgreSQL gave no log position")
+        guard texts.count == 2, let insert = LogSequenceNumber(texts[0]), let flush = LogSequenceNumber(texts[1]) else {
+            throw ReplicaError(.unreadableChange, "PostgreSQL gave no log position")
+        }
+        return (insert, flush)
     }
 }

@@ -16,10 +16,16 @@ func withClient<T>(
         database: database ?? server.database, tls: .disable)
     configuration.options.connectTimeout = .seconds(5)
     let client = PostgresClient(configuration: configuration, backgroundLogger: quietLogger)
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await client.run() }
-        defer { group.cancelAll() }
-        return try await body(client)
+    let running = Task { await client.run() }
+    do {
+        let value = try await body(client)
+        running.cancel()
+        try await withTimeout { await running.value }
+        return value
+    } catch {
+        running.cancel()
+        try await withTimeout { await running.value }
+        throw error
     }
 }
 
@@ -39,6 +45,12 @@ final class RunningReplica: Sendable {
         try await withTimeout { [task] in try await task.value }
     }
 
+    /// Cancels it and waits until `run()` returned, whatever it threw.
+    func stopIgnoringItsError() async throws {
+        task.cancel()
+        try await withTimeout { [task] in _ = try? await task.value }
+    }
+
     /// The error `run()` threw, waiting for it to end.
     func failure() async throws -> ReplicaError? {
         do {
@@ -55,12 +67,10 @@ func withRunningReplica<T>(_ replica: PostgresReplica, _ body: (RunningReplica) 
     let running = RunningReplica(replica)
     do {
         let value = try await body(running)
-        running.task.cancel()
-        _ = try? await running.task.value
+        try await running.stopIgnoringItsError()
         return value
     } catch {
-        running.task.cancel()
-        _ = try? await running.task.value
+        try await running.stopIgnoringItsError()
         throw error
     }
 }
@@ -124,6 +134,7 @@ struct ReplicaScene {
         configuration.pollInterval = .milliseconds(2)
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maximumRetryDelay = .milliseconds(200)
+        configuration.queryTimeout = .seconds(5)
         configure(&configuration)
         return PostgresReplica(client: client, database: pool, configuration: configuration, logger: quietLogger)
     }
