@@ -8,7 +8,7 @@ import Foundation
 /// temporary directory, listening on 127.0.0.1 and a free port, with
 /// `wal_level = logical` (for replication slots), trusting every local
 /// connection as the user `postgres`. Start one with
-/// ``withPostgresServer(_:)``, which stops it and removes its directory
+/// ``withPostgresServer(settings:_:)``, which stops it and removes its directory
 /// afterwards, also when the test throws.
 ///
 /// ```swift
@@ -47,6 +47,9 @@ public final class PostgresServer: Sendable {
     /// server's log (`server.log`) and its Unix socket.
     public let directory: TemporaryDirectory
 
+    /// Settings given to the server after the defaults (`-c name=value`).
+    public let settings: [String: String]
+
     private let programs: Programs
 
     private struct State {
@@ -62,15 +65,20 @@ public final class PostgresServer: Sendable {
 
     private let state = Protected(State())
 
-    private init(directory: TemporaryDirectory, programs: Programs) {
+    private init(directory: TemporaryDirectory, programs: Programs, settings: [String: String]) {
         self.directory = directory
         self.programs = programs
+        self.settings = settings
     }
 
     /// Makes a server in a new temporary directory, not started yet (see
     /// ``start()``); ``remove()`` stops it and removes the directory.
-    /// ``withPostgresServer(_:)`` does both.
-    public static func make() async throws -> PostgresServer {
+    /// ``withPostgresServer(settings:_:)`` does both.
+    ///
+    /// - Parameter settings: server settings that replace or add to the
+    ///   defaults, such as `["max_wal_senders": "4"]` for a test that
+    ///   streams with `pg_recvlogical`.
+    public static func make(settings: [String: String] = [:]) async throws -> PostgresServer {
         let programs = try await Programs.find()
         let template = try await PostgresTemplate.shared.dataDirectory(programs: programs)
         let directory = try TemporaryDirectory()
@@ -82,8 +90,12 @@ public final class PostgresServer: Sendable {
             directory.remove()
             throw error
         }
-        return PostgresServer(directory: directory, programs: programs)
+        return PostgresServer(directory: directory, programs: programs, settings: settings)
     }
+
+    /// The path of one of PostgreSQL's programs (`pg_recvlogical`,
+    /// `pg_dump`…), from the folder of the server's.
+    public func program(_ name: String) -> String { programs.path(name) }
 
     /// The data directory.
     public var dataDirectory: String { directory.file("data") }
@@ -121,11 +133,12 @@ public final class PostgresServer: Sendable {
         for attempt in 1...10 {
             let port = fixedPort != 0 ? fixedPort : try Self.freePort()
             let logStart = Self.fileSize(logFile)
-            let options = [
-                "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0",
-                "-c fsync=off", "-c synchronous_commit=on", "-c listen_addresses=\(host)", "-p \(port)",
-                "-c unix_socket_directories='\(directory.path)'",
-            ].joined(separator: " ")
+            let options =
+                ([
+                    "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0",
+                    "-c fsync=off", "-c synchronous_commit=on", "-c listen_addresses=\(host)", "-p \(port)",
+                    "-c unix_socket_directories='\(directory.path)'",
+                ] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)='\($0.value)'" }).joined(separator: " ")
             let result = try await programs.runAsServerUser(
                 ["pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "30", "-o", options],
                 in: directory.path, timeout: 45)
@@ -292,13 +305,18 @@ public final class PostgresServer: Sendable {
 /// Runs `body` with a started ``PostgresServer``, then stops it and removes
 /// its directory, also when `body` throws.
 ///
+/// - Parameter settings: server settings that replace or add to the
+///   defaults (see ``PostgresServer/make(settings:)``).
+///
 /// ```swift
 /// try await withPostgresServer { server in
 ///     #expect(try await server.psql("SHOW wal_level") == "logical")
 /// }
 /// ```
-public func withPostgresServer<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-    let server = try await PostgresServer.make()
+public func withPostgresServer<T>(
+    settings: [String: String] = [:], _ body: (PostgresServer) async throws -> T
+) async throws -> T {
+    let server = try await PostgresServer.make(settings: settings)
     let result: T
     do {
         try await server.start()
