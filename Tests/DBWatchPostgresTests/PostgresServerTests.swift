@@ -83,6 +83,28 @@ struct PostgresServerTests {
         }
     }
 
+    @Test("A server left by a killed test process is ended and removed by the next")
+    func abandonedServersAreRemoved() async throws {
+        try await withTimeout {
+            let server = try await PostgresServer.make()
+            do {
+                try await server.start()
+                let postmaster = try #require(server.pid)
+                // A process that is gone: exited and reaped.
+                let gone = try ChildProcess.start(["/bin/true"])
+                _ = try await gone.waitForExit()
+                try Data("\(gone.pid)".utf8).write(
+                    to: URL(fileURLWithPath: server.directory.file(PostgresServer.ownerFile)))
+                try await PostgresServer.removeAbandonedServers()
+                #expect(!PostgresServer.isAlive(postmaster))
+                #expect(!FileManager.default.fileExists(atPath: server.directory.path))
+            } catch {
+                try? await server.remove()
+                throw error
+            }
+        }
+    }
+
     @Test("Two servers run at once, each with its own port and data")
     func twoServersAtOnce() async throws {
         try await withTimeout {

@@ -83,6 +83,8 @@ public final class PostgresServer: Sendable {
         let template = try await PostgresTemplate.shared.dataDirectory(programs: programs)
         let directory = try TemporaryDirectory()
         do {
+            // Whose server this is, for the clean-up after a killed test process.
+            try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: directory.file(ownerFile)))
             try programs.giveToServerUser(directory.path)
             let copy = try await ChildProcess.run(["/bin/cp", "-a", template, directory.file("data")])
             guard copy.exitStatus == 0 else { throw Failure("copying the template cluster failed\n\(copy)") }
@@ -96,6 +98,34 @@ public final class PostgresServer: Sendable {
     /// The path of one of PostgreSQL's programs (`pg_recvlogical`,
     /// `pg_dump`…), from the folder of the server's.
     public func program(_ name: String) -> String { programs.path(name) }
+
+    /// The file of a server's directory that holds the pid of the test
+    /// process that made it.
+    public static let ownerFile = "owner.pid"
+
+    /// Ends the servers and removes the directories that test processes
+    /// killed before they could (their `owner.pid` names a process that is
+    /// gone): a postmaster outlives the process that started it. The first
+    /// server of a test process does it.
+    public static func removeAbandonedServers() async throws {
+        await removeAbandonedServers(programs: try await Programs.find())
+    }
+
+    static func removeAbandonedServers(programs: Programs) async {
+        let base = FileManager.default.temporaryDirectory.path
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        where name.hasPrefix("dbwatch-tests-") {
+            let directory = base + "/" + name
+            guard let owner = try? String(contentsOfFile: directory + "/" + ownerFile, encoding: .utf8),
+                let pid = pid_t(owner), pid != getpid(), !FileManager.default.fileExists(atPath: "/proc/\(pid)")
+            else { continue }
+            let data = directory + "/data"
+            if let postmaster = postmasterPID(dataDirectory: data), isAlive(postmaster) {
+                try? await end(pid: postmaster, programs: programs, dataDirectory: data)
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
 
     /// The data directory.
     public var dataDirectory: String { directory.file("data") }
@@ -445,6 +475,7 @@ final class PostgresTemplate: Sendable {
 
     private static func make(programs: Programs) async throws -> String {
         removeAbandonedTemplates()
+        await PostgresServer.removeAbandonedServers(programs: programs)
         let folder = Self.folder
         try? FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
