@@ -18,27 +18,134 @@ import Synchronization
 /// let services = ServiceGroup(services: [client, replica], logger: logger)
 /// try await services.run()
 /// ```
+///
+/// How it stays exact:
+/// - The first run creates a logical replication slot (`dbwatch_<id>`,
+///   with PostgreSQL's `pgoutput`) *before* it copies the tables in one
+///   `REPEATABLE READ` snapshot. Every transaction committed after the
+///   slot's start is in the change feed; those the snapshot already saw are
+///   applied again, and every write is idempotent (an upsert on the primary
+///   key, an update or delete by key), so the replica ends up equal.
+/// - Each PostgreSQL transaction is one SQLite transaction, and the
+///   position after its commit is stored in that same transaction (table
+///   `dbwatch_replica`). The slot is read without consuming it and moved
+///   forward only after SQLite committed, so a crash at any point loses
+///   nothing; on restart, transactions at or before the stored position
+///   are skipped, so nothing is applied twice.
 public final class PostgresReplica: Service, Sendable {
     let client: PostgresClient
-    let database: any DatabaseWriter
+    let store: ReplicaStore
     let configuration: Configuration
     let logger: Logger
+    let state = Mutex(ReplicaState())
 
     /// A replica of `configuration`'s tables from `client`'s database into
-    /// `database`. Nothing happens before ``run()``.
+    /// `database`. Nothing happens before ``run()``; the client must be
+    /// running (`client.run()`, or both in one `ServiceGroup`).
     public init(
         client: PostgresClient, database: any DatabaseWriter, configuration: Configuration, logger: Logger
     ) {
         self.client = client
-        self.database = database
+        self.store = ReplicaStore(database: database)
         self.configuration = configuration
         self.logger = logger
     }
 
+    /// What the replica is doing now.
+    public var status: Status { state.withLock { $0.status } }
+
     /// Copies the tables if the database holds no replica of them yet, then
     /// follows the change feed until the task is cancelled or the service
-    /// group shuts down (it returns) or a fatal ``ReplicaError`` (it throws).
+    /// group shuts down (it returns; the slot is kept, and the next run
+    /// goes on from where this one stopped) or a fatal ``ReplicaError``
+    /// (it throws). While PostgreSQL cannot be reached, it retries with
+    /// backoff, and the database keeps the last state applied.
     public func run() async throws {
-        throw ReplicaError(.invalidConfiguration, "not built yet")
+        try validateConfiguration()
+        let alreadyRunning = state.withLock { state in
+            defer { state.isRunning = true }
+            return state.isRunning
+        }
+        guard !alreadyRunning else {
+            throw ReplicaError(.invalidConfiguration, "run() was called while the replica runs")
+        }
+        defer { state.withLock { $0.isRunning = false } }
+        do {
+            try await cancelWhenGracefulShutdown { try await self.runWithRetries() }
+            stop(phase: .stopped, error: nil)
+        } catch let error as ReplicaError {
+            logger.error("replica stopped", metadata: ["error": "\(error)"])
+            stop(phase: .failed, error: error)
+            throw error
+        } catch {
+            if Task.isCancelled || error is CancellationError {
+                stop(phase: .stopped, error: nil)
+                return
+            }
+            let replicaError = ReplicaError(.unreadableChange, "\(error)")
+            logger.error("replica stopped", metadata: ["error": "\(error)"])
+            stop(phase: .failed, error: replicaError)
+            throw replicaError
+        }
+    }
+
+    private func validateConfiguration() throws(ReplicaError) {
+        if configuration.publication != nil, !configuration.tables.isEmpty {
+            throw ReplicaError(.invalidConfiguration, "give tables or a publication, not both")
+        }
+        if configuration.publication == nil, configuration.tables.isEmpty {
+            throw ReplicaError(.invalidConfiguration, "no table to replicate")
+        }
+        if configuration.changesPerRead < 1 || configuration.rowsPerCopyTransaction < 1 {
+            throw ReplicaError(.invalidConfiguration, "changesPerRead and rowsPerCopyTransaction must be positive")
+        }
+    }
+
+    /// Follows the source through connection failures.
+    private func runWithRetries() async throws {
+        var delay = configuration.initialRetryDelay
+        while true {
+            try Task.checkCancellation()
+            do {
+                try await client.withConnection { connection in
+                    let source = try await SourceConnection(connection, logger: self.logger)
+                    delay = self.configuration.initialRetryDelay
+                    self.update { $0.isConnected = true }
+                    try await self.follow(source)
+                }
+            } catch {
+                try Task.checkCancellation()
+                let replicaError = ReplicaError(classifying: error)
+                guard replicaError.isRetried else { throw replicaError }
+                logger.warning(
+                    "replica lost PostgreSQL; retrying", metadata: ["error": "\(replicaError)", "delay": "\(delay)"])
+                update {
+                    $0.isConnected = false
+                    $0.lastError = replicaError
+                }
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, configuration.maximumRetryDelay)
+            }
+        }
+    }
+
+    func update(_ change: (inout Status) -> Void) {
+        state.withLock { change(&$0.status) }
+    }
+
+    func publishApplied(_ position: LogSequenceNumber) {
+        let reached = state.withLock { $0.apply(position) }
+        for continuation in reached { continuation.resume() }
+    }
+
+    private func stop(phase: Status.Phase, error: ReplicaError?) {
+        let waiters = state.withLock { state in
+            state.status.phase = phase
+            state.status.isConnected = false
+            if let error { state.status.lastError = error }
+            return state.takeWaiters()
+        }
+        let stopped = ReplicaError(.stopped, "the replica stopped" + (error.map { ": \($0)" } ?? ""))
+        for continuation in waiters { continuation.resume(throwing: stopped) }
     }
 }

@@ -8,9 +8,9 @@ import DBWatch
 /// The session that reads values sets `DateStyle = ISO`, `TimeZone = UTC`,
 /// `extra_float_digits = 3`, `bytea_output = hex` and `IntervalStyle =
 /// postgres`, so the text of a value does not depend on server settings.
-struct ColumnMapping: Sendable, Equatable {
+struct ColumnMapping: Sendable, Equatable, Codable {
     /// What a value becomes in SQLite.
-    enum Kind: Sendable, Equatable {
+    enum Kind: Sendable, Equatable, Codable {
         /// int2, int4, int8, oid: INTEGER.
         case integer
         /// float4, float8: REAL.

@@ -1,0 +1,152 @@
+import DBWatch
+import Foundation
+
+/// The SQLite side of a replica: its record, its tables, and the
+/// transactions that apply the change feed, all through the DBWatch
+/// writer, so every observation of the file sees each applied transaction
+/// as one commit.
+struct ReplicaStore: Sendable {
+    let database: any DatabaseWriter
+
+    static let recordTable = "dbwatch_replica"
+
+    /// The file's record, or `nil` when it holds no replica.
+    func loadRecord() async throws -> ReplicaRecord? {
+        try await database.read { db in
+            let exists = try db.fetchOne(
+                sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [Self.recordTable])
+            guard exists != nil,
+                let row = try db.fetchOne(
+                    sql: "SELECT slot, publication, ownsPublication, tables, copied, position FROM \(Self.recordTable)")
+            else { return nil }
+            let tablesJSON = try row.decode(String.self, at: 3)
+            let tables = try JSONDecoder().decode([SourceTable].self, from: Data(tablesJSON.utf8))
+            return ReplicaRecord(
+                slot: try row.decode(String.self, at: 0), publication: try row.decode(String.self, at: 1),
+                ownsPublication: try row.decode(Bool.self, at: 2), tables: tables,
+                isCopied: try row.decode(Bool.self, at: 4),
+                position: LogSequenceNumber(rawValue: UInt64(bitPattern: try row.decode(Int64.self, at: 5))))
+        }
+    }
+
+    /// Starts a first copy in one transaction: drops the tables of an
+    /// unfinished copy, creates `record`'s tables and writes the record,
+    /// marked not copied.
+    func beginCopy(_ record: ReplicaRecord, replacing previous: ReplicaRecord?) async throws {
+        let tablesJSON = String(decoding: try JSONEncoder().encode(record.tables), as: UTF8.self)
+        try await database.write { db in
+            for table in previous?.tables ?? [] {
+                try db.execute(sql: "DROP TABLE IF EXISTS \(quoted(table.name))")
+            }
+            try db.execute(sql: "DROP TABLE IF EXISTS \(Self.recordTable)")
+            try db.execute(
+                sql: """
+                    CREATE TABLE \(Self.recordTable) (
+                        id INTEGER PRIMARY KEY CHECK (id = 1), slot TEXT NOT NULL, publication TEXT NOT NULL,
+                        ownsPublication INTEGER NOT NULL, tables TEXT NOT NULL, copied INTEGER NOT NULL,
+                        position INTEGER NOT NULL)
+                    """)
+            for table in record.tables {
+                try db.execute(sql: TableStatements(table).create)
+            }
+            try db.execute(
+                sql: "INSERT INTO \(Self.recordTable) VALUES (1, ?, ?, ?, ?, 0, ?)",
+                arguments: [
+                    record.slot, record.publication, record.ownsPublication, tablesJSON,
+                    Int64(bitPattern: record.position.rawValue),
+                ])
+        }
+    }
+
+    /// Writes copied rows of one table in one transaction.
+    func insertCopiedRows(_ rows: [[DatabaseValue]], into statements: TableStatements) async throws {
+        try await database.write { db in
+            let statement = try db.cachedStatement(sql: statements.upsert)
+            var arguments = StatementArguments()
+            for row in rows {
+                arguments.values = row
+                try statement.execute(arguments: arguments)
+            }
+        }
+    }
+
+    /// Marks the copy finished, at the slot's consistent point.
+    func finishCopy(at position: LogSequenceNumber) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "UPDATE \(Self.recordTable) SET copied = 1, position = ?",
+                arguments: [Int64(bitPattern: position.rawValue)])
+        }
+    }
+
+    /// Applies transactions in order, each as one SQLite transaction that
+    /// also stores its end position. Returns the position of the last one
+    /// committed. When one fails, those before it stay committed and the
+    /// error says so through ``PartialApplyError``.
+    func apply(_ transactions: [ReplicatedTransaction], statements: [TableStatements]) async throws
+        -> LogSequenceNumber?
+    {
+        try await database.writeWithoutTransaction { db in
+            var applied: LogSequenceNumber?
+            for transaction in transactions {
+                do {
+                    try db.inTransaction(.immediate) {
+                        try Self.apply(transaction, statements: statements, in: db)
+                    }
+                } catch {
+                    throw PartialApplyError(appliedPosition: applied, underlying: error)
+                }
+                applied = transaction.endPosition
+            }
+            return applied
+        }
+    }
+
+    /// Removes the record, leaving the tables as a plain copy.
+    func removeRecord() async throws {
+        try await database.write { db in
+            try db.execute(sql: "DROP TABLE IF EXISTS \(Self.recordTable)")
+        }
+    }
+
+    private static func apply(_ transaction: ReplicatedTransaction, statements: [TableStatements], in db: Database)
+        throws
+    {
+        var arguments = StatementArguments()
+        for change in transaction.changes {
+            switch change {
+            case .upsert(let table, let row):
+                arguments.values = row
+                try db.cachedStatement(sql: statements[table].upsert).execute(arguments: arguments)
+            case .update(let table, let oldKey, let row):
+                let table = statements[table]
+                let keyIndexes = table.table.keyColumnIndexes
+                let key = oldKey ?? keyIndexes.map { row[$0] ?? .null }
+                if row.allSatisfy({ $0 != nil }) {
+                    arguments.values = row.map { $0! } + key
+                    try db.cachedStatement(sql: table.updateAll).execute(arguments: arguments)
+                } else {
+                    let present = row.indices.filter { row[$0] != nil }
+                    arguments.values = present.map { row[$0]! } + key
+                    try db.cachedStatement(sql: table.update(columns: present)).execute(arguments: arguments)
+                }
+            case .delete(let table, let key):
+                arguments.values = key
+                try db.cachedStatement(sql: statements[table].delete).execute(arguments: arguments)
+            case .truncate(let tables):
+                for table in tables {
+                    try db.cachedStatement(sql: statements[table].truncate).execute()
+                }
+            }
+        }
+        arguments.values = [.integer(Int64(bitPattern: transaction.endPosition.rawValue))]
+        try db.cachedStatement(sql: "UPDATE \(recordTable) SET position = ?").execute(arguments: arguments)
+    }
+}
+
+/// A batch of transactions failed part way: those up to `appliedPosition`
+/// are committed.
+struct PartialApplyError: Error {
+    var appliedPosition: LogSequenceNumber?
+    var underlying: any Error
+}

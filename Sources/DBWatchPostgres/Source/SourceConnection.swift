@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The replica's one connection to PostgreSQL, with the queries it makes:
+/// the catalog, the slot and publication, the copy and the change feed.
+///
+/// The session settings make PostgreSQL's text output of a value the same
+/// whatever the server's configuration, so ``ColumnMapping`` reads one
+/// format.
+struct SourceConnection {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    /// Sets the session's output formats.
+    init(_ connection: PostgresConnection, logger: Logger) async throws {
+        self.connection = connection
+        self.logger = logger
+        for setting in [
+            "SET DateStyle = ISO", "SET TimeZone = 'UTC'", "SET extra_float_digits = 3",
+            "SET bytea_output = hex", "SET IntervalStyle = postgres",
+        ] {
+            try await connection.query(PostgresQuery(unsafeSQL: setting), logger: logger)
+        }
+    }
+
+    /// The values of a query's single text column.
+    func texts(_ query: PostgresQuery) async throws -> [String?] {
+        var values: [String?] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            values.append(try row.makeRandomAccess()[0].decode(String?.self))
+        }
+        return values
+    }
+
+    /// The value of a query's single text cell.
+    func text(_ query: PostgresQuery) async throws -> String? {
+        try await texts(query).first ?? nil
+    }
+
+    /// Runs a statement without results.
+    func run(_ query: PostgresQuery) async throws {
+        try await connection.query(query, logger: logger)
+    }
+
+    /// PostgreSQL's `wal_level`, which must be `logical`.
+    func walLevel() async throws -> String? {
+        try await text("SELECT current_setting('wal_level')")
+    }
+
+    /// Whether a slot of this name exists in the connection's database.
+    func slotExists(_ slot: String) async throws -> Bool {
+        try await text("SELECT slot_name::text FROM pg_replication_slots WHERE slot_name = \(slot)") != nil
+    }
+
+    /// Creates a logical slot with `pgoutput`; returns its consistent point.
+    /// PostgreSQL waits for the transactions in progress to end first.
+    func createSlot(_ slot: String) async throws -> LogSequenceNumber {
+        let text =
+            try await text("SELECT lsn::text FROM pg_create_logical_replication_slot(\(slot), 'pgoutput')") ?? ""
+        return LogSequenceNumber(text) ?? .zero
+    }
+
+    /// Drops a slot if it exists and no session uses it.
+    func dropSlotIfExists(_ slot: String) async throws {
+        try await run(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = \(slot)")
+    }
+
+    /// Creates a publication of `tables`, dropping a previous one of the same
+    /// name (left by a copy that did not finish).
+    func createPublication(_ name: String, tables: [SourceTable]) async throws {
+        try await dropPublicationIfExists(name)
+        let list = tables.map { "\(quoted($0.schema)).\(quoted($0.name))" }.joined(separator: ", ")
+        try await run(PostgresQuery(unsafeSQL: "CREATE PUBLICATION \(quoted(name)) FOR TABLE \(list)"))
+    }
+
+    /// Drops a publication if it exists.
+    func dropPublicationIfExists(_ name: String) async throws {
+        try await run(PostgresQuery(unsafeSQL: "DROP PUBLICATION IF EXISTS \(quoted(name))"))
+    }
+
+    /// The `pgoutput` messages of the transactions committed after the slot's
+    /// confirmed position, without consuming them: whole transactions, and
+    /// more than `limit` messages only to finish the last transaction. Fewer
+    /// than `limit` messages means the read reached the end of the log
+    /// flushed when it started.
+    func peekChanges(slot: String, publication: String, limit: Int) async throws -> [[UInt8]] {
+        let rows = try await connection.query(
+            """
+            SELECT data FROM pg_logical_slot_peek_binary_changes(\(slot), NULL, \(limit)::int, \
+            'proto_version', '1', 'publication_names', \(quoted(publication)))
+            """,
+            logger: logger)
+        var messages: [[UInt8]] = []
+        for try await row in rows {
+            guard let buffer = row.makeRandomAccess()[0].bytes else { continue }
+            messages.append(Array(buffer.readableBytesView))
+        }
+        return messages
+    }
+
+    /// Moves the slot's confirmed position, so PostgreSQL may recycle the
+    /// log before it. Called only after the SQLite transaction that stored
+    /// the position committed.
+    func advanceSlot(_ slot: String, to position: LogSequenceNumber) async throws {
+        try await run("SELECT pg_replication_slot_advance(\(slot), \(position.description)::pg_lsn)::text")
+    }
+}
+
+/// `name` as a PostgreSQL identifier, in double quotes.
+func quoted(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+extension SourceConnection {
+    /// `pg_current_wal_insert_lsn()`, a record boundary, and
+    /// `pg_current_wal_flush_lsn()`, the end of what can be decoded, read
+    /// together.
+    func logPositions() async throws -> (insert: LogSequenceNumber, flush: LogSequenceNumber) {
+        let rows = try await connection.query(
+            "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text", logger: logger)
+        for try await (insert, flush) in rows.decode((String, String).self) {
+            if let insert = LogSequenceNumber(insert), let flush = LogSequenceNumber(flush) {
+                return (insert, flush)
+            }
+        }
+        throw ReplicaError(.unreadableChange, "PostgreSQL gave no log position")
+    }
+}

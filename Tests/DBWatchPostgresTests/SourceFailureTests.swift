@@ -1,0 +1,64 @@
+import DBWatch
+import DBWatchPostgres
+import DBWatchTestSupport
+import PostgresNIO
+import Testing
+
+@Suite("Replica: PostgreSQL unreachable, restarted, or its slot gone")
+struct SourceFailureTests {
+    @Test("A PostgreSQL restart is retried; the replica keeps its rows meanwhile and catches up after")
+    func aRestartIsRetried() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY, score int)") { scene in
+            let replica = scene.replica(tables: ["player"])
+            try await withRunningReplica(replica) { _ in
+                try await scene.server.run("INSERT INTO player VALUES (1, 1)")
+                try await replica.catchUp(with: scene.client)
+                try await scene.server.stop()
+                try await waitUntil { !replica.status.isConnected }
+                #expect(replica.status.lastError?.code == .sourceUnreachable)
+                #expect(replica.status.phase == .streaming)
+                // Observations keep serving the last replicated state.
+                #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1")
+                try await scene.server.start()
+                try await scene.server.run("INSERT INTO player VALUES (2, 2)")
+                try await replica.catchUp(with: scene.client)
+                #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1\n2|2")
+                try await waitUntil { replica.status.isConnected && replica.status.lastError == nil }
+            }
+        }
+    }
+
+    @Test("A slot dropped while the replica was stopped is a typed error at the next start")
+    func aMissingSlotIsRefused() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in
+            let slot = try await withRunningReplica(scene.replica(tables: ["player"])) { running in
+                try await running.replica.catchUp(with: scene.client)
+                try await running.stop()
+                return try #require(running.replica.status.slotName)
+            }
+            try await scene.server.run("SELECT pg_drop_replication_slot('\(slot)')")
+            let error = try await withRunningReplica(scene.replica(tables: ["player"])) { try await $0.failure() }
+            #expect(error?.code == .slotMissing)
+        }
+    }
+}
+
+@Suite("Replica: removal")
+struct ReplicaRemovalTests {
+    @Test("A removed replica drops its slot and its publication; a running one refuses")
+    func removalDropsTheSlot() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in
+            let replica = scene.replica(tables: ["player"])
+            try await withRunningReplica(replica) { running in
+                try await replica.catchUp(with: scene.client)
+                let error = await #expect(throws: ReplicaError.self) { try await replica.remove() }
+                #expect(error?.code == .stillRunning)
+                try await running.stop()
+            }
+            #expect(try await scene.slotNames().count == 1)
+            try await replica.remove()
+            #expect(try await scene.slotNames().isEmpty)
+            #expect(try await scene.server.psql("SELECT count(*) FROM pg_publication") == "0")
+        }
+    }
+}
