@@ -155,10 +155,10 @@ struct ReplicateParsingTests {
         // A fatal error is the command's last message, not a status line.
         let failed = Snapshot(phase: .failed, lastError: ReplicaError(.schemaChanged, "ALTER TABLE player"))
         #expect(ReplicaStatusLines.lines(from: streaming, to: failed).isEmpty)
+        #expect(ReplicaStatusLines.lines(from: streaming, to: Snapshot(phase: .stopped)).isEmpty)
         #expect(
-            ReplicaStatusLines.lines(from: streaming, to: Snapshot(phase: .stopped, slotName: "dbwatch_n1")) == [
-                "dbwatch: replica stopped; its slot dbwatch_n1 is kept"
-            ])
+            ReplicaStatusLines.stopped(Snapshot(phase: .stopped, slotName: "dbwatch_n1"))
+                == "dbwatch: replica stopped; its slot dbwatch_n1 is kept for the next run")
     }
 
     @Test func replicaAndSlotErrorsHaveTheirExitStatus() {

@@ -18,7 +18,9 @@ public struct ReplicationSlot: Sendable, Hashable {
     public var name: String
     /// The database the slot decodes, where its publication is.
     public var database: String
-    /// Whether a session is reading the slot now (a replica running).
+    /// Whether a session is reading the slot at this moment. A running
+    /// ``PostgresReplica`` reads its slot only while it fetches changes, so
+    /// `false` does not mean that its replica is gone.
     public var isActive: Bool
     /// The process id of the PostgreSQL backend reading the slot, while
     /// ``isActive``.

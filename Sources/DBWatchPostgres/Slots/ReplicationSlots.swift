@@ -95,6 +95,12 @@ public struct ReplicationSlots: Sendable {
     /// the server stops keeping log for it. The replica that used it cannot
     /// continue: its SQLite file must be copied again from scratch.
     ///
+    /// A running replica reads its slot only while it fetches changes, so
+    /// the slot of a replica that still runs is refused only if it is
+    /// dropped during such a read: make sure the replica is gone first (a
+    /// replica whose slot is dropped stops with
+    /// ``ReplicaError/Code/slotMissing``).
+    ///
     /// The client must be connected to the slot's database (see
     /// ``ReplicationSlot/database``): PostgreSQL drops a logical slot only
     /// there, and the publication lives there.

@@ -112,7 +112,8 @@ struct ReplicateCommand: AsyncParsableCommand {
         let client = PostgresClient(configuration: url.clientConfiguration, backgroundLogger: silent)
         let replica = PostgresReplica(
             client: client, database: pool, configuration: replicaConfiguration,
-            logger: ServeCommand.logger(level: quiet ? .critical : .warning))
+            // Its warnings (a retry) and errors (its end) are the status lines and the exit's message.
+            logger: silent)
         let group = ServiceGroup(configuration: .init(services: [client, replica], logger: silent))
         if !quiet {
             let what = publication.map { "the publication \($0)" } ?? tables.joined(separator: ", ")
@@ -145,7 +146,7 @@ struct ReplicateCommand: AsyncParsableCommand {
             throw ErrorReport.exit(for: error)
         }
         await pool.close()
-        if !quiet { Output.standardError("dbwatch: replica stopped\n") }
+        if !quiet { Output.standardError(ReplicaStatusLines.stopped(.init(replica.status)) + "\n") }
     }
 
     /// Prints ``ReplicaStatusLines`` as the replica's status changes, until
@@ -153,11 +154,9 @@ struct ReplicateCommand: AsyncParsableCommand {
     static func printStatus(of replica: PostgresReplica) async {
         var old = ReplicaStatusLines.Snapshot()
         while !Task.isCancelled {
-            if let status = replicaStatus(replica) {
-                let new = ReplicaStatusLines.Snapshot(status)
-                for line in ReplicaStatusLines.lines(from: old, to: new) { Output.standardError(line + "\n") }
-                old = new
-            }
+            let new = ReplicaStatusLines.Snapshot(replica.status)
+            for line in ReplicaStatusLines.lines(from: old, to: new) { Output.standardError(line + "\n") }
+            old = new
             try? await Task.sleep(for: .milliseconds(100))
         }
     }

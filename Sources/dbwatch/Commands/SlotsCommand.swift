@@ -172,7 +172,10 @@ struct DropSlotCommand: AsyncParsableCommand {
             drops a logical slot only from there; `slots list` shows it). A name that is not a \
             replica's or a slot of another database exits 64, a slot in use 75, a missing one 1, \
             PostgreSQL unreachable or refusing 76. The replica that used the slot cannot continue: \
-            remove its SQLite file, and it copies again from scratch.
+            remove its SQLite file, and it copies again from scratch. A running replica reads its \
+            slot only while it fetches changes, so its slot shows as not active most of the time and \
+            is not refused then: make sure the replica is gone before you drop its slot (a replica \
+            whose slot is dropped stops with exit 76).
             """
     )
 

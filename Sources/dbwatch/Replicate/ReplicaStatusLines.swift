@@ -1,8 +1,9 @@
 import DBWatchPostgres
 
 /// The lines `replicate` prints on standard error as its replica's status
-/// changes: each phase it enters, each error it retries, and getting
-/// connected again after one.
+/// changes: each phase it enters (read every 100 ms: a phase shorter than
+/// that may go unsaid), each error it retries, and getting connected again
+/// after one.
 ///
 /// ```swift
 /// ReplicaStatusLines.lines(from: before, to: ReplicaStatusLines.Snapshot(replica.status))
@@ -44,6 +45,12 @@ enum ReplicaStatusLines {
         }
     }
 
+    /// The last line, once the replica stopped after a signal.
+    static func stopped(_ status: Snapshot) -> String {
+        CellText.sanitized(
+            "dbwatch: replica stopped" + (status.slotName.map { "; its slot \($0) is kept for the next run" } ?? ""))
+    }
+
     /// What changed from `old` to `new`, one line each, without newlines.
     static func lines(from old: Snapshot, to new: Snapshot) -> [String] {
         var lines: [String] = []
@@ -57,19 +64,17 @@ enum ReplicaStatusLines {
         return lines.map(CellText.sanitized)
     }
 
-    /// The line for a phase entered, or `nil` (a failure is the command's
-    /// own last message).
+    /// The line for a phase entered, or `nil` (the end, stopped or failed,
+    /// is the command's own last message).
     private static func line(entering status: Snapshot) -> String? {
         switch status.phase {
-        case .idle, .failed: return nil
+        case .idle, .stopped, .failed: return nil
         case .starting: return "dbwatch: replica starting"
         case .copying: return "dbwatch: replica copying the tables"
         case .streaming:
             let slot = status.slotName.map { " from slot \($0)" } ?? ""
             let position = status.appliedPosition.map { " at \($0)" } ?? ""
             return "dbwatch: replica streaming\(slot)\(position)"
-        case .stopped:
-            return "dbwatch: replica stopped" + (status.slotName.map { "; its slot \($0) is kept" } ?? "")
         }
     }
 }
