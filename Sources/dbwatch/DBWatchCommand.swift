@@ -30,6 +30,7 @@ struct DBWatchCommand: AsyncParsableCommand {
         version: dbWatchVersion,
         subcommands: [
             WatchCommand.self, ServeCommand.self, MigrateCommand.self, ExplainCommand.self, DemoCommand.self,
+            ReplicateCommand.self, SlotsCommand.self,
         ]
     )
 

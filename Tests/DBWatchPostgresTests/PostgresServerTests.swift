@@ -2,6 +2,10 @@ import DBWatchTestSupport
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("The PostgreSQL test server")
 struct PostgresServerTests {
     @Test("A server starts with logical decoding on, on 127.0.0.1 and a port of its own")
@@ -83,6 +87,49 @@ struct PostgresServerTests {
         }
     }
 
+    @Test("A server left by a killed test process is ended and removed by the next")
+    func abandonedServersAreRemoved() async throws {
+        try await withTimeout {
+            let server = try await PostgresServer.make()
+            do {
+                try await server.start()
+                let postmaster = try #require(server.pid)
+                // A process that is gone: exited and reaped.
+                let gone = try ChildProcess.start(["/bin/true"])
+                _ = try await gone.waitForExit()
+                try Data("\(gone.pid)".utf8).write(
+                    to: URL(fileURLWithPath: server.directory.file(PostgresServer.ownerFile)))
+                try await PostgresServer.removeAbandonedServers()
+                #expect(!PostgresServer.isAlive(postmaster))
+                #expect(!FileManager.default.fileExists(atPath: server.directory.path))
+            } catch {
+                try? await server.remove()
+                throw error
+            }
+        }
+    }
+
+    @Test("A start whose port another program holds tries again until it is free")
+    func startWaitsForItsPort() async throws {
+        try await withTimeout {
+            try await withPostgresServer { server in
+                let port = server.port
+                try await server.stop()
+                let holder = try listen(onPort: port)
+                let starting = Task { try await server.start() }
+                while !((try? String(contentsOfFile: server.logFile, encoding: .utf8)) ?? "").contains(
+                    "Address already in use")
+                {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                close(holder)
+                try await starting.value
+                #expect(server.port == port)
+                #expect(try await server.psql("SELECT 1") == "1")
+            }
+        }
+    }
+
     @Test("Two servers run at once, each with its own port and data")
     func twoServersAtOnce() async throws {
         try await withTimeout {
@@ -115,4 +162,24 @@ struct PostgresServerTests {
             }
         }
     }
+}
+
+/// A socket listening on 127.0.0.1:`port`, which keeps any other program
+/// from listening there until it is closed.
+private func listen(onPort port: Int) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let bound = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+    guard descriptor >= 0, bound, Glibc.listen(descriptor, 1) == 0 else {
+        close(descriptor)
+        throw PostgresServer.Failure("cannot listen on port \(port): errno \(errno)")
+    }
+    return descriptor
 }

@@ -8,7 +8,7 @@ import Foundation
 /// temporary directory, listening on 127.0.0.1 and a free port, with
 /// `wal_level = logical` (for replication slots), trusting every local
 /// connection as the user `postgres`. Start one with
-/// ``withPostgresServer(_:)``, which stops it and removes its directory
+/// ``withPostgresServer(settings:_:)``, which stops it and removes its directory
 /// afterwards, also when the test throws.
 ///
 /// ```swift
@@ -47,6 +47,9 @@ public final class PostgresServer: Sendable {
     /// server's log (`server.log`) and its Unix socket.
     public let directory: TemporaryDirectory
 
+    /// Settings given to the server after the defaults (`-c name=value`).
+    public let settings: [String: String]
+
     private let programs: Programs
 
     private struct State {
@@ -62,19 +65,26 @@ public final class PostgresServer: Sendable {
 
     private let state = Protected(State())
 
-    private init(directory: TemporaryDirectory, programs: Programs) {
+    private init(directory: TemporaryDirectory, programs: Programs, settings: [String: String]) {
         self.directory = directory
         self.programs = programs
+        self.settings = settings
     }
 
     /// Makes a server in a new temporary directory, not started yet (see
     /// ``start()``); ``remove()`` stops it and removes the directory.
-    /// ``withPostgresServer(_:)`` does both.
-    public static func make() async throws -> PostgresServer {
+    /// ``withPostgresServer(settings:_:)`` does both.
+    ///
+    /// - Parameter settings: server settings that replace or add to the
+    ///   defaults, such as `["max_wal_senders": "4"]` for a test that
+    ///   streams with `pg_recvlogical`.
+    public static func make(settings: [String: String] = [:]) async throws -> PostgresServer {
         let programs = try await Programs.find()
         let template = try await PostgresTemplate.shared.dataDirectory(programs: programs)
         let directory = try TemporaryDirectory()
         do {
+            // Whose server this is, for the clean-up after a killed test process.
+            try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: directory.file(ownerFile)))
             try programs.giveToServerUser(directory.path)
             let copy = try await ChildProcess.run(["/bin/cp", "-a", template, directory.file("data")])
             guard copy.exitStatus == 0 else { throw Failure("copying the template cluster failed\n\(copy)") }
@@ -82,7 +92,39 @@ public final class PostgresServer: Sendable {
             directory.remove()
             throw error
         }
-        return PostgresServer(directory: directory, programs: programs)
+        return PostgresServer(directory: directory, programs: programs, settings: settings)
+    }
+
+    /// The path of one of PostgreSQL's programs (`pg_recvlogical`,
+    /// `pg_dump`…), from the folder of the server's.
+    public func program(_ name: String) -> String { programs.path(name) }
+
+    /// The file of a server's directory that holds the pid of the test
+    /// process that made it.
+    public static let ownerFile = "owner.pid"
+
+    /// Ends the servers and removes the directories that test processes
+    /// killed before they could (their `owner.pid` names a process that is
+    /// gone): a postmaster outlives the process that started it. The first
+    /// server of a test process does it.
+    public static func removeAbandonedServers() async throws {
+        await removeAbandonedServers(programs: try await Programs.find())
+    }
+
+    static func removeAbandonedServers(programs: Programs) async {
+        let base = FileManager.default.temporaryDirectory.path
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        where name.hasPrefix("dbwatch-tests-") {
+            let directory = base + "/" + name
+            guard let owner = try? String(contentsOfFile: directory + "/" + ownerFile, encoding: .utf8),
+                let pid = pid_t(owner), pid != getpid(), !FileManager.default.fileExists(atPath: "/proc/\(pid)")
+            else { continue }
+            let data = directory + "/data"
+            if let postmaster = postmasterPID(dataDirectory: data), isAlive(postmaster) {
+                try? await end(pid: postmaster, programs: programs, dataDirectory: data)
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
 
     /// The data directory.
@@ -121,11 +163,12 @@ public final class PostgresServer: Sendable {
         for attempt in 1...10 {
             let port = fixedPort != 0 ? fixedPort : try Self.freePort()
             let logStart = Self.fileSize(logFile)
-            let options = [
-                "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0",
-                "-c fsync=off", "-c synchronous_commit=on", "-c listen_addresses=\(host)", "-p \(port)",
-                "-c unix_socket_directories='\(directory.path)'",
-            ].joined(separator: " ")
+            let options =
+                ([
+                    "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0",
+                    "-c fsync=off", "-c synchronous_commit=on", "-c listen_addresses=\(host)", "-p \(port)",
+                    "-c unix_socket_directories='\(directory.path)'",
+                ] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)='\($0.value)'" }).joined(separator: " ")
             let result = try await programs.runAsServerUser(
                 ["pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "30", "-o", options],
                 in: directory.path, timeout: 45)
@@ -292,13 +335,18 @@ public final class PostgresServer: Sendable {
 /// Runs `body` with a started ``PostgresServer``, then stops it and removes
 /// its directory, also when `body` throws.
 ///
+/// - Parameter settings: server settings that replace or add to the
+///   defaults (see ``PostgresServer/make(settings:)``).
+///
 /// ```swift
 /// try await withPostgresServer { server in
 ///     #expect(try await server.psql("SHOW wal_level") == "logical")
 /// }
 /// ```
-public func withPostgresServer<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-    let server = try await PostgresServer.make()
+public func withPostgresServer<T>(
+    settings: [String: String] = [:], _ body: (PostgresServer) async throws -> T
+) async throws -> T {
+    let server = try await PostgresServer.make(settings: settings)
     let result: T
     do {
         try await server.start()
@@ -427,6 +475,7 @@ final class PostgresTemplate: Sendable {
 
     private static func make(programs: Programs) async throws -> String {
         removeAbandonedTemplates()
+        await PostgresServer.removeAbandonedServers(programs: programs)
         let folder = Self.folder
         try? FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBWatch
+import DBWatchPostgres
 
 /// The exit codes of `dbwatch`, documented in `--help` and Documentation/CommandLineTool.md.
 ///
@@ -7,7 +8,8 @@ import DBWatch
 /// throw ExitStatus.refused.exitCode   // exits with 67
 /// ```
 enum ExitStatus: Int32, CaseIterable, Sendable {
-    /// Success, or `watch`, `serve` and `demo` stopped with Ctrl-C or `SIGTERM`.
+    /// Success, or `watch`, `serve`, `demo` and `replicate` stopped with
+    /// Ctrl-C or `SIGTERM`.
     case success = 0
     /// Any other failure.
     case failure = 1
@@ -34,8 +36,14 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Also standard output that cannot be written (see ``Output``).
     case writeFailed = 74
     /// The database is locked by another connection beyond the busy
-    /// timeout (`EX_TEMPFAIL`): try again.
+    /// timeout (`EX_TEMPFAIL`): try again. Also a replication slot that
+    /// `slots drop` finds in use.
     case locked = 75
+    /// PostgreSQL (`EX_PROTOCOL`): `replicate` stopped on a fatal
+    /// `ReplicaError` (a schema change, an unsupported type, a table or its
+    /// slot missing…; the SQLite file keeps the last state applied), or
+    /// `slots` could not reach PostgreSQL or PostgreSQL refused.
+    case postgres = 76
     /// Ctrl-C, `SIGTERM` or `SIGHUP` stopped `migrate` or `explain` before the work
     /// was done (a migration in progress is rolled back); `watch` and
     /// `demo` exit 0 instead.
@@ -59,6 +67,15 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             self = error.isAuthorizerRefusal ? .refused : ExitStatus(code: error.code)
         case is DatabaseFileReplacedError:
             self = .unavailable
+        case let error as ReplicaError:
+            self = error.code == .invalidConfiguration ? .usage : .postgres
+        case let error as ReplicationSlotError:
+            switch error.code {
+            case .notReplicaSlot, .otherDatabase: self = .usage
+            case .slotActive: self = .locked
+            case .sourceFailed: self = .postgres
+            default: self = .failure
+            }
         case let error as MigrationError:
             switch error.code {
             case .unreadable: self = .unavailable
@@ -117,7 +134,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     /// One line of `--help` per code.
     static let helpText = """
         Exit codes:
-          0   success, or watch, serve and demo stopped with Ctrl-C or SIGTERM
+          0   success, or watch, serve, demo and replicate stopped with Ctrl-C or SIGTERM
           64  bad command-line arguments
           65  bad SQL (syntax error, no such table, wrong --arg count, a value or result too big) or migrations
           66  the database is missing, unreadable, not a database or corrupt
@@ -125,7 +142,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
           68  the query ran longer than --time-limit and was stopped
           69  serve cannot listen on its address (in use, not this machine's, not allowed)
           74  a write failed (disk full, file size limit, I/O error); rolled back
-          75  the database is locked by another connection; try again
+          75  the database is locked by another connection, or the slot to drop is in use; try again
+          76  PostgreSQL: replicate stopped on a fatal replica error; slots cannot reach it, or it refused
           130 migrate or explain stopped by Ctrl-C, SIGTERM, SIGHUP (rolled back)
           1   any other error
         """
