@@ -57,12 +57,14 @@ extension Bench {
 
     /// The baseline: the same transactions written straight into a DBWatch
     /// pool, one `pool.write` each (`INSERT` or `UPDATE` per row).
-    func applyDirect(rowsPerTransaction k: Int) async throws {
+    func applyDirect(rowsPerTransaction k: Int, storingPosition: Bool = false) async throws {
         let writers = workload(rowsPerTransaction: k)
         let pool = try DatabasePool(path: newFile("apply-direct"))
         try await pool.write { db in
             try db.execute(
                 sql: "CREATE TABLE load (id INTEGER, v INTEGER NOT NULL, note TEXT, PRIMARY KEY (id))")
+            try db.execute(sql: "CREATE TABLE position (id INTEGER PRIMARY KEY, position INTEGER NOT NULL)")
+            try db.execute(sql: "INSERT INTO position VALUES (1, 0)")
         }
         let total = writers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } }
         let longest = writers.map(\.count).max() ?? 0
@@ -80,13 +82,23 @@ extension Bench {
                                 .execute(arguments: [change.v, change.note, change.id])
                         }
                     }
+                    if storingPosition {
+                        try db.cachedStatement(sql: "UPDATE position SET position = position + 1").execute()
+                    }
                 }
             }
         }
         let seconds = Double(nowNanoseconds() - start) / 1e9
         await pool.close()
-        results.add(
-            "apply.k\(k).direct", "2. \(k)-row tx straight into a DBWatch pool", Double(total) / seconds, "rows/s")
+        if storingPosition {
+            results.add(
+                "apply.k\(k).direct.position", "   … each also updating a one-row position table",
+                Double(total) / seconds, "rows/s")
+        } else {
+            results.add(
+                "apply.k\(k).direct", "2. \(k)-row tx straight into a DBWatch pool", Double(total) / seconds,
+                "rows/s")
+        }
     }
 
     /// Writes the transactions to PostgreSQL from `options.writers`
@@ -190,6 +202,12 @@ extension Bench {
         let writeSeconds = try await writePostgres(writers, table: table)
         let writeCPU = Double(serverCPUNanoseconds() - writeCPUStart) / 1e9
         let position = try await PostgresReplica.currentPosition(of: client)
+        // For a profiler attached to this process during the apply alone:
+        // DBWATCH_BENCH_MARK=1 says when it starts, and waits 2 s first.
+        if ProcessInfo.processInfo.environment["DBWATCH_BENCH_MARK"] != nil {
+            FileHandle.standardError.write(Data("MARK apply \(k) \(getpid())\n".utf8))
+            try await Task.sleep(for: .seconds(2))
+        }
         let start = nowNanoseconds()
         let processCPUStart = cpuNanoseconds()
         let serverCPUStart = serverCPUNanoseconds()

@@ -17,7 +17,12 @@ import Synchronization
 //      a DBWatch pool.
 //
 //   dbwatch-bench-replica [--runs 3] [--commits 500] [--changes 100000]
-//                         [--writers 4] [--only latency,apply] [--sweep]
+//                         [--writers 4] [--only latency,apply,backlog,sweep] [--sweep]
+//
+// `--sweep` adds, to the first run, the 1-row backlog read 1,000 and
+// 100,000 changes at a time; `--only sweep` compares 10,000 and 100,000 in
+// every run. DBWATCH_BENCH_MARK=1 prints `MARK apply …` (with the pid) to
+// stderr 2 s before each backlog's apply starts, for `perf record -p`.
 
 struct Options {
     var runs = 3
@@ -190,6 +195,13 @@ func run() async throws {
                 try await bench.latencyReplica(poll: .milliseconds(1), key: "replica1")
                 if !baselineFirst { try await bench.latencyDirect() }
             }
+            if options.only.contains("sweep") {
+                // changesPerRead on the 1-row backlog, in alternating order.
+                let sizes = run % 2 == 1 ? [10_000, 100_000] : [100_000, 10_000]
+                for perRead in sizes {
+                    try await bench.applyBacklog(rowsPerTransaction: 1, changesPerRead: perRead, key: ".r\(perRead)")
+                }
+            }
             if options.only.contains("backlog") {
                 for k in [1, 10] {
                     try await bench.applyBacklog(rowsPerTransaction: k, changesPerRead: 10_000, key: "")
@@ -201,6 +213,7 @@ func run() async throws {
                     try await bench.applySustained(rowsPerTransaction: k)
                     try await bench.applyBacklog(rowsPerTransaction: k, changesPerRead: 10_000, key: "")
                     if !baselineFirst { try await bench.applyDirect(rowsPerTransaction: k) }
+                    try await bench.applyDirect(rowsPerTransaction: k, storingPosition: true)
                     if let applied = results.value("apply.k\(k).sustained"),
                         let written = results.value("apply.k\(k).sustained.pg")
                     {
