@@ -150,12 +150,33 @@ extension Bench {
         do {
             let start = nowNanoseconds()
             let serverCPUStart = serverCPUNanoseconds()
+            // How far the slot's restart_lsn trails its confirmed position
+            // (what each read decodes again), sampled every 200 ms.
+            let sampler = Task { [client] in
+                var largest = 0.0
+                while !Task.isCancelled {
+                    do {
+                        let rows = try await client.query(
+                            """
+                            SELECT coalesce(max(pg_wal_lsn_diff(confirmed_flush_lsn, restart_lsn)), 0)::float8 \
+                            FROM pg_replication_slots WHERE slot_name LIKE 'dbwatch%'
+                            """)
+                        for try await value in rows.decode(Double.self) { largest = max(largest, value) }
+                    } catch {
+                        break
+                    }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+                return largest
+            }
             let writeSeconds = try await writePostgres(writers, table: table)
             let written = nowNanoseconds()
             let position = try await PostgresReplica.currentPosition(of: client)
             try await replica.replica.waitUntilApplied(position, timeout: .seconds(600))
             let applied = nowNanoseconds()
             let serverCPU = Double(serverCPUNanoseconds() - serverCPUStart) / 1e9
+            sampler.cancel()
+            let restartLag = await sampler.value
             let seconds = Double(applied - start) / 1e9
             try await replica.stopAndRemove()
             let count = try await pool.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM \(table)") }
@@ -170,6 +191,9 @@ extension Bench {
             results.add("apply.k\(k).sustained.lag", "   last commit → applied", milliseconds(applied - written), "ms")
             results.add(
                 "apply.k\(k).sustained.pgcpu", "   CPU of PostgreSQL, commits and replica's reads", serverCPU, "s")
+            results.add(
+                "apply.k\(k).sustained.restartlag", "   slot's restart_lsn behind its confirmed position, largest",
+                restartLag / 1_048_576, "MiB")
         } catch {
             try? await replica.stop()
             await pool.close()
