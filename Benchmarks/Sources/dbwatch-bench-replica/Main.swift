@@ -198,8 +198,19 @@ func run() async throws {
             if options.only.contains("sweep") {
                 // changesPerRead on the 1-row backlog, in alternating order.
                 let sizes = run % 2 == 1 ? [10_000, 100_000] : [100_000, 10_000]
+                if run % 2 == 1 { try await bench.applyDirect(rowsPerTransaction: 1) }
                 for perRead in sizes {
                     try await bench.applyBacklog(rowsPerTransaction: 1, changesPerRead: perRead, key: ".r\(perRead)")
+                }
+                if run % 2 == 0 { try await bench.applyDirect(rowsPerTransaction: 1) }
+                if let direct = results.value("apply.k1.direct") {
+                    for perRead in [10_000, 100_000] {
+                        if let rate = results.value("apply.k1.backlog.r\(perRead)") {
+                            results.add(
+                                "apply.k1.backlog.r\(perRead).ratio",
+                                "   1-row backlog, changesPerRead \(perRead) / DBWatch pool", 100 * rate / direct, "%")
+                        }
+                    }
                 }
             }
             if options.only.contains("backlog") {
