@@ -24,6 +24,12 @@ import PackageDescription
 //
 //     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch
 //     Benchmarks/.build/release/dbwatch-bench-load --only serve --clients 1000 --runs 3
+//
+// The PostgreSQL replica of issue 19 (`DBWatchPostgres`; starts its own
+// PostgreSQL 15 from /usr/lib/postgresql/15/bin):
+//
+//     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-replica
+//     Benchmarks/.build/release/dbwatch-bench-replica --runs 3
 let package = Package(
     name: "DBWatchBenchmarks",
     traits: [
@@ -36,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
     ],
     targets: [
         // The raw-SQLite baselines: the root package's CSQLite is a target,
@@ -74,6 +81,19 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The PostgreSQL replica of issue 19: commit-to-value latency and
+        // apply rate against a PostgreSQL 15 it starts itself, each beside
+        // the same work written straight into a DBWatch pool.
+        .executableTarget(
+            name: "dbwatch-bench-replica",
+            dependencies: [
+                "BenchProcess",
+                .product(name: "DBWatch", package: "DBWatch"),
+                .product(name: "DBWatchPostgres", package: "DBWatch"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ],
