@@ -92,6 +92,36 @@ extension SourceFailureTests {
 
 @Suite("Replica: removal")
 struct ReplicaRemovalTests {
+    @Test("A running replica's slot is listed in use and cannot be dropped; once it stopped, it can")
+    func aRunningReplicasSlotIsInUse() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in
+            let replica = scene.replica(tables: ["player"])
+            let slots = ReplicationSlots(client: scene.client)
+            let slot = try await withRunningReplica(replica) { running in
+                try await replica.catchUp(with: scene.client)
+                let slot = try #require(replica.status.slotName)
+                #expect(try await slots.list().first { $0.name == slot }?.isActive == true)
+                let error = await #expect(throws: ReplicationSlotError.self) { try await slots.drop(slot) }
+                #expect(error?.code == .slotActive)
+                try await running.stop()
+                return slot
+            }
+            // The replica closed its connection; PostgreSQL ends the session
+            // a moment later, and announces nothing: polled, bounded.
+            var dropped = false
+            for _ in 0..<500 where !dropped {
+                do {
+                    try await slots.drop(slot)
+                    dropped = true
+                } catch let error as ReplicationSlotError where error.code == .slotActive {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            #expect(dropped)
+            #expect(try await scene.slotNames().isEmpty)
+        }
+    }
+
     @Test("A removed replica drops its slot and its publication; a running one refuses")
     func removalDropsTheSlot() async throws {
         try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in

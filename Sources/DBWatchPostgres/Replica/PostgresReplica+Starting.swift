@@ -25,6 +25,7 @@ extension PostgresReplica {
                     remove the replica's file and start again
                     """)
             }
+            try await source.nameSession(after: existing.slot)
             logger.info("replica resumes", metadata: ["slot": "\(existing.slot)", "position": "\(existing.position)"])
         } else {
             record = try await copy(tables, from: source, replacing: record)
@@ -101,6 +102,7 @@ extension PostgresReplica {
         // The record goes first, so that a crash from here on leaves a file
         // that names the slot to drop and copies again.
         try await store.beginCopy(record, replacing: previous)
+        try await source.nameSession(after: slot)
         try await source.dropSlotIfExists(slot)
         if record.ownsPublication {
             try await source.createPublication(publication, tables: tables)

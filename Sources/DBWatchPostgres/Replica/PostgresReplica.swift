@@ -112,7 +112,12 @@ public final class PostgresReplica: Service, Sendable {
                         connection, timeout: self.configuration.queryTimeout, logger: self.logger)
                     delay = self.configuration.initialRetryDelay
                     self.update { $0.isConnected = true }
-                    try await self.follow(source)
+                    do {
+                        try await self.follow(source)
+                    } catch {
+                        await source.release()
+                        throw error
+                    }
                 }
             } catch {
                 try Task.checkCancellation()

@@ -67,12 +67,16 @@ public struct ReplicationSlots: Sendable {
         try await withSourceErrors(slot: nil, doing: "listing the replication slots") {
             let rows = try await client.query(
                 """
-                SELECT slot_name::text, database::text, active, active_pid,
+                SELECT slot_name::text, database::text, active OR user_pid IS NOT NULL,
+                       coalesce(active_pid, user_pid),
                        restart_lsn::text, confirmed_flush_lsn::text,
                        (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_receive_lsn() ELSE pg_current_wal_lsn() END
                         - restart_lsn)::int8,
                        wal_status
                 FROM pg_replication_slots
+                LEFT JOIN LATERAL (
+                    SELECT min(pid) AS user_pid FROM pg_stat_activity WHERE application_name = slot_name
+                ) AS replica_session ON true
                 WHERE slot_type = 'logical' AND slot_name ~ '^dbwatch_[a-z0-9_]{1,40}$'
                 ORDER BY slot_name
                 """, logger: logger)
@@ -95,11 +99,11 @@ public struct ReplicationSlots: Sendable {
     /// the server stops keeping log for it. The replica that used it cannot
     /// continue: its SQLite file must be copied again from scratch.
     ///
-    /// A running replica reads its slot only while it fetches changes, so
-    /// the slot of a replica that still runs is refused only if it is
-    /// dropped during such a read: make sure the replica is gone first (a
-    /// replica whose slot is dropped stops with
-    /// ``ReplicaError/Code/slotMissing``).
+    /// A slot is in use while PostgreSQL reads it for a replica, or while a
+    /// session is named after it (a running replica names its connection
+    /// `application_name = <slot>`): such a slot is refused. A replica
+    /// whose slot is dropped anyway stops with
+    /// ``ReplicaError/Code/slotMissing``.
     ///
     /// The client must be connected to the slot's database (see
     /// ``ReplicationSlot/database``): PostgreSQL drops a logical slot only
@@ -123,8 +127,13 @@ public struct ReplicationSlots: Sendable {
             try await client.withConnection { connection in
                 let rows = try await connection.query(
                     """
-                    SELECT database::text, current_database()::text, active, active_pid
-                    FROM pg_replication_slots WHERE slot_name = \(name)
+                    SELECT database::text, current_database()::text, active OR user_pid IS NOT NULL,
+                        coalesce(active_pid, user_pid)
+                    FROM pg_replication_slots
+                    LEFT JOIN LATERAL (
+                        SELECT min(pid) AS user_pid FROM pg_stat_activity WHERE application_name = slot_name
+                    ) AS replica_session ON true
+                    WHERE slot_name = \(name)
                     """, logger: logger)
                 var found: (database: String?, current: String, active: Bool, pid: Int32?)?
                 for try await row in rows.decode((String?, String, Bool, Int32?).self) { found = row }

@@ -28,6 +28,13 @@ struct SourceConnection: Sendable {
         }
     }
 
+    /// A connection whose session is already set up.
+    private init(configured connection: PostgresConnection, timeout: Duration, logger: Logger) {
+        self.connection = connection
+        self.timeout = timeout
+        self.logger = logger
+    }
+
     /// Runs `body` within ``timeout``; when time is up, closes the
     /// connection (which ends what waits on it) and throws
     /// ``ReplicaError/Code/sourceUnreachable``.
@@ -65,6 +72,26 @@ struct SourceConnection: Sendable {
     /// PostgreSQL's `wal_level`, which must be `logical`.
     func walLevel() async throws -> String? {
         try await text("SELECT current_setting('wal_level')")
+    }
+
+    /// Names the session after the replica's slot (`application_name`), so
+    /// that `pg_stat_activity` tells which session serves which slot, and
+    /// ``ReplicationSlots`` refuses to drop the slot of a running replica.
+    func nameSession(after slot: String) async throws {
+        try await run("SELECT set_config('application_name', \(slot), false)")
+    }
+
+    /// Gives the session its default name back before the connection
+    /// returns to the client's pool, also when the replica's task is
+    /// cancelled (in a task of its own, within 2 s); closes the connection
+    /// when that fails, so no session keeps the slot's name.
+    func release() async {
+        let connection = connection
+        let quick = SourceConnection(configured: connection, timeout: .seconds(2), logger: logger)
+        let reset = Task { try await quick.run("RESET application_name") }
+        if (try? await reset.value) == nil {
+            let _: EventLoopFuture<Void> = connection.close()
+        }
     }
 
     /// Whether a slot of this name exists and still holds the log from its
