@@ -73,6 +73,70 @@ struct ReplicateEndToEndTests {
         }
     }
 
+    @Test func aReplicaKilledMidStreamAndRestartedLosesNothing() async throws {
+        try await withTimeout {
+            try await withPostgresServer { server in
+                try await server.psql("CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL)")
+                try await withTemporaryDirectory { directory in
+                    let path = directory.file("replica.sqlite")
+                    let arguments = [
+                        "replicate", server.connectionURL + "?sslmode=disable", path, "--table", "counter",
+                        "--poll-interval-ms", "1",
+                    ]
+                    let first = try DBWatchRun.start(arguments)
+                    defer { first.kill() }
+                    _ = try await first.wait(forError: "dbwatch: replica streaming")
+                    // 3,000 transactions, each its own: inserts, then updates of
+                    // every row, then deletes of some.
+                    var script = (1...1000).map { "INSERT INTO counter VALUES (\($0), 0);" }
+                    script += (1...1000).map { "UPDATE counter SET n = n + \($0) WHERE id = \(1001 - $0);" }
+                    script += (1...1000).filter { $0 % 3 == 0 }.map { "DELETE FROM counter WHERE id = \($0);" }
+                    script += (1...1000).filter { $0 % 3 != 0 }.map { "UPDATE counter SET n = n * 2 WHERE id = \($0);" }
+                    let writer = Task { [script] in try await server.psql(script.joined(separator: "\n")) }
+                    // SIGKILL once the replica has applied some, not all.
+                    while try await Self.count(in: path, sql: "SELECT count(*) FROM counter") < 200 {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    first.send(SIGKILL)
+                    let killed = try await first.waitForExit()
+                    #expect(killed.exitStatus == 128 + SIGKILL)
+                    let atKill = try await Self.summary(in: path)
+                    try await writer.value
+                    let second = try DBWatchRun.start(arguments)
+                    defer { second.kill() }
+                    let expected = try await server.psql(
+                        "SELECT count(*) || ' ' || coalesce(sum(n), 0) || ' ' || coalesce(sum(id * n), 0) FROM counter")
+                    #expect(atKill != expected, "killed after the replica had caught up: not mid-stream")
+                    while try await Self.summary(in: path) != expected {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    #expect(try await server.psql("SELECT count(*) FROM pg_replication_slots") == "1")
+                    second.send(SIGTERM)
+                    #expect(try await second.waitForExit().exitStatus == 0)
+                }
+            }
+        }
+    }
+
+    /// `count sum(n) sum(id * n)` of the replica's `counter`, as psql prints it.
+    static func summary(in path: String) async throws -> String {
+        let rows = try await Self.count(in: path, sql: "SELECT count(*) FROM counter")
+        let sum = try await Self.count(in: path, sql: "SELECT coalesce(sum(n), 0) FROM counter")
+        let weighted = try await Self.count(in: path, sql: "SELECT coalesce(sum(id * n), 0) FROM counter")
+        return "\(rows) \(sum) \(weighted)"
+    }
+
+    /// One integer the replica's file answers, read-only; 0 while its
+    /// table does not exist yet.
+    static func count(in path: String, sql: String) async throws -> Int {
+        var configuration = Configuration()
+        configuration.readOnly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        let value = try? await queue.read { db in try db.fetchOne(Int.self, sql: sql) }
+        await queue.close()
+        return (value ?? nil) ?? 0
+    }
+
     /// The names of the replica's `player` rows, by id, read-only.
     static func names(in path: String) async throws -> [String] {
         var configuration = Configuration()
