@@ -1,4 +1,4 @@
-import Synchronization
+import DBWatch
 
 /// Runs `operation` and waits for it at most `timeout`. When time is up,
 /// `onTimeout` runs (it must make the operation end, for example by closing
@@ -59,7 +59,7 @@ func withDeadline<T: Sendable>(
 /// The state of one ``withDeadline(_:onTimeout:_:)`` call, shared by the
 /// caller, the operation's task and the timer's.
 private final class DeadlineState<T: Sendable>: Sendable {
-    private let state = Mutex(Waiting<T>())
+    private let state = Locked(Waiting<T>())  // not `Mutex`, which the thread sanitizer cannot see on Linux
 
     func withLock<R>(_ body: (inout Waiting<T>) -> R) -> R {
         state.withLock { body(&$0) }
