@@ -45,7 +45,7 @@ struct ChangeFeedTests {
         try await withReplicaScene(schema: Self.schema) { scene in
             let replica = scene.replica(tables: ["player", "team"]) { $0.changesPerRead = 50 }
             try await withRunningReplica(replica) { _ in
-                var random = SeededRandom(seed: 19)
+                var random = SeededGenerator(seed: 19)
                 for _ in 0..<200 {
                     var statements: [String] = []
                     for _ in 0..<Int.random(in: 1...4, using: &random) {
@@ -136,19 +136,5 @@ struct ChangeFeedTests {
             await other.close()
             #expect(try await scene.slotNames().count == 2)
         }
-    }
-}
-
-/// A deterministic generator (SplitMix64), so a failing workload can be run
-/// again.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
