@@ -348,17 +348,62 @@ public final class PostgresServer: Sendable {
 public func withPostgresServer<T>(
     settings: [String: String] = [:], _ body: (PostgresServer) async throws -> T
 ) async throws -> T {
-    let server = try await PostgresServer.make(settings: settings)
-    let result: T
-    do {
-        try await server.start()
-        result = try await body(server)
-    } catch {
-        try? await server.remove()
-        throw error
+    try await PostgresServerSlots.shared.withSlot {
+        let server = try await PostgresServer.make(settings: settings)
+        let result: T
+        do {
+            try await server.start()
+            result = try await body(server)
+        } catch {
+            try? await server.remove()
+            throw error
+        }
+        try await server.remove()
+        return result
     }
-    try await server.remove()
-    return result
+}
+
+/// At most a few servers of one test process at once: the tests run in
+/// parallel, and dozens of PostgreSQL servers starting together (each a
+/// handful of processes) loaded the machine enough to make the timing tests
+/// of other suites miss their bounds.
+actor PostgresServerSlots {
+    /// The slots of this test process.
+    static let shared = PostgresServerSlots(count: 4)
+
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { free = count }
+
+    /// Runs `body` once a slot is free, and frees it after.
+    nonisolated func withSlot<T>(_ body: () async throws -> T) async throws -> T {
+        await take()
+        do {
+            let value = try await body()
+            await give()
+            return value
+        } catch {
+            await give()
+            throw error
+        }
+    }
+
+    private func take() async {
+        if free > 0 {
+            free -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func give() {
+        if waiting.isEmpty {
+            free += 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
 }
 
 // MARK: - Programs
