@@ -84,7 +84,7 @@ struct ChangeFeedTests {
                 #expect(
                     try await scene.replicaRows("team", columns: ["code", "title"], key: "code")
                         == scene.sourceRows("team", columns: ["code", "title"], key: "code"))
-                #expect(replica.status.appliedTransactions >= 150)
+                #expect(replica.status.appliedTransactions >= 100)
             }
         }
     }
