@@ -24,8 +24,9 @@ import Synchronization
 ///   with PostgreSQL's `pgoutput`) *before* it copies the tables in one
 ///   `REPEATABLE READ` snapshot. Every transaction committed after the
 ///   slot's start is in the change feed; those the snapshot already saw are
-///   applied again, and every write is idempotent (an upsert on the primary
-///   key, an update or delete by key), so the replica ends up equal.
+///   recognized by their transaction id (the snapshot's `xmin`, `xmax` and
+///   transactions in progress, stored with the copy) and skipped, so none
+///   is applied twice.
 /// - Each PostgreSQL transaction is one SQLite transaction, and the
 ///   position after its commit is stored in that same transaction (table
 ///   `dbwatch_replica`). The slot is read without consuming it and moved
@@ -111,7 +112,16 @@ public final class PostgresReplica: Service, Sendable {
                     let source = try await SourceConnection(connection, logger: self.logger)
                     delay = self.configuration.initialRetryDelay
                     self.update { $0.isConnected = true }
-                    try await self.follow(source)
+                    // postgres-nio does not stop a query when its task is
+                    // cancelled: a query PostgreSQL makes wait (a slot
+                    // waiting for the transactions in progress, a long
+                    // copy) would hold up the shutdown. Closing the
+                    // connection ends it at once.
+                    try await withTaskCancellationHandler {
+                        try await self.follow(source)
+                    } onCancel: {
+                        connection.close().whenComplete { _ in }
+                    }
                 }
             } catch {
                 try Task.checkCancellation()
