@@ -115,7 +115,15 @@ extension PostgresReplica {
         if record.ownsPublication {
             try await source.createPublication(publication, tables: tables)
         }
-        let start = try await source.createSlot(slot)
+        // PostgreSQL makes the slot wait for the transactions in progress
+        // to end, and postgres-nio does not stop a query when its task is
+        // cancelled: closing the connection ends the wait, so a shutdown
+        // meanwhile returns at once.
+        let start = try await withTaskCancellationHandler {
+            try await source.createSlot(slot)
+        } onCancel: {
+            source.connection.close().whenComplete { _ in }
+        }
         try await source.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         let snapshot: CopySnapshot
         do {

@@ -112,16 +112,7 @@ public final class PostgresReplica: Service, Sendable {
                     let source = try await SourceConnection(connection, logger: self.logger)
                     delay = self.configuration.initialRetryDelay
                     self.update { $0.isConnected = true }
-                    // postgres-nio does not stop a query when its task is
-                    // cancelled: a query PostgreSQL makes wait (a slot
-                    // waiting for the transactions in progress, a long
-                    // copy) would hold up the shutdown. Closing the
-                    // connection ends it at once.
-                    try await withTaskCancellationHandler {
-                        try await self.follow(source)
-                    } onCancel: {
-                        connection.close().whenComplete { _ in }
-                    }
+                    try await self.follow(source)
                 }
             } catch {
                 try Task.checkCancellation()
