@@ -79,4 +79,55 @@ struct InitialCopyTests {
             }
         }
     }
+
+    @Test("Key changes committed while the copy starts are neither lost nor applied twice")
+    func keyChangesDuringTheCopyAreKeptOnce() async throws {
+        try await withReplicaScene(
+            schema: """
+                CREATE TABLE shift (id int PRIMARY KEY, label text NOT NULL);
+                INSERT INTO shift SELECT g, 'row ' || g FROM generate_series(1, 5) g
+                """
+        ) { scene in
+            // Each transaction moves every row to the next key, the highest
+            // first: the key a row leaves is the one the row below takes.
+            // Replayed over a copy that already holds its result, the same
+            // keys name other rows.
+            let shiftAll = """
+                DO $$ DECLARE r record; BEGIN
+                FOR r IN SELECT id FROM shift ORDER BY id DESC LOOP
+                    UPDATE shift SET id = id + 1 WHERE id = r.id;
+                END LOOP; END $$
+                """
+            for round in 0..<6 {
+                let pool = try DatabasePool(path: scene.directory.file("round-\(round).sqlite"))
+                let stop = Protected(false)
+                let writer = Task {
+                    while !stop.withLock({ $0 }) {
+                        try await scene.client.query(PostgresQuery(unsafeSQL: shiftAll))
+                    }
+                }
+                var configuration = PostgresReplica.Configuration(tables: ["shift"])
+                configuration.pollInterval = .milliseconds(2)
+                let replica = PostgresReplica(
+                    client: scene.client, database: pool, configuration: configuration, logger: quietLogger)
+                do {
+                    try await withRunningReplica(replica) { _ in
+                        try await waitUntil { replica.status.phase == .streaming || replica.status.phase == .failed }
+                        stop.withLock { $0 = true }
+                        try await writer.value
+                        try await replica.catchUp(with: scene.client)
+                        #expect(
+                            try await TableDump.sqlite(pool, table: "shift", columns: ["id", "label"])
+                                == scene.sourceRows("shift", columns: ["id", "label"]), "round \(round)")
+                    }
+                } catch {
+                    stop.withLock { $0 = true }
+                    _ = try? await writer.value
+                    await pool.close()
+                    throw error
+                }
+                await pool.close()
+            }
+        }
+    }
 }

@@ -79,11 +79,55 @@ struct SchemaChangeTests {
             ("CREATE TABLE t (at timestamptz PRIMARY KEY)", .unsupportedType),
             ("CREATE TABLE other (id int PRIMARY KEY)", .tableNotFound),
             ("CREATE VIEW t AS SELECT 1 AS id", .invalidConfiguration),
+            (
+                "CREATE TABLE t (id int PRIMARY KEY, code int NOT NULL UNIQUE); ALTER TABLE t REPLICA IDENTITY USING INDEX t_code_key",
+                .noPrimaryKey
+            ),
+            ("CREATE TABLE t (id int PRIMARY KEY); ALTER TABLE t REPLICA IDENTITY NOTHING", .noPrimaryKey),
         ])
     func unsupportedTablesAreRefused(schema: String, code: ReplicaError.Code) async throws {
         try await withReplicaScene(schema: schema) { scene in
             let error = try await withRunningReplica(scene.replica(tables: ["t"])) { try await $0.failure() }
             #expect(error?.code == code)
+            #expect(try await scene.slotNames().isEmpty)
+        }
+    }
+
+    @Test(
+        "A publication that leaves out updates, deletes or truncates, or filters rows or columns, is refused",
+        arguments: [
+            "CREATE PUBLICATION p FOR TABLE player WITH (publish = 'insert')",
+            "CREATE PUBLICATION p FOR TABLE player WITH (publish = 'insert, update, delete')",
+            "CREATE PUBLICATION p FOR TABLE player WHERE (id > 10)",
+            "CREATE PUBLICATION p FOR TABLE player (id)",
+        ])
+    func incompletePublicationsAreRefused(publication: String) async throws {
+        try await withReplicaScene(schema: Self.schema + "; " + publication) { scene in
+            let replica = scene.replica(tables: []) { $0.publication = "p" }
+            let error = try await withRunningReplica(replica) { try await $0.failure() }
+            #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
+            #expect(try await scene.slotNames().isEmpty)
+        }
+    }
+
+    @Test(
+        "Tables that would be one SQLite table, or take a name SQLite or the replica uses, are refused",
+        arguments: [
+            (
+                #"CREATE TABLE "Player" (id int PRIMARY KEY); CREATE TABLE player (id int PRIMARY KEY)"#,
+                [#""Player""#, "player"]
+            ),
+            (
+                "CREATE SCHEMA a; CREATE TABLE a.player (id int PRIMARY KEY); CREATE TABLE player (id int PRIMARY KEY)",
+                ["a.player", "player"]
+            ),
+            ("CREATE TABLE dbwatch_replica (id int PRIMARY KEY)", ["dbwatch_replica"]),
+            ("CREATE TABLE sqlite_things (id int PRIMARY KEY)", ["sqlite_things"]),
+        ])
+    func collidingNamesAreRefused(schema: String, tables: [String]) async throws {
+        try await withReplicaScene(schema: schema) { scene in
+            let error = try await withRunningReplica(scene.replica(tables: tables)) { try await $0.failure() }
+            #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
             #expect(try await scene.slotNames().isEmpty)
         }
     }

@@ -138,4 +138,39 @@ struct ReplicaRemovalTests {
             #expect(try await scene.server.psql("SELECT count(*) FROM pg_publication") == "0")
         }
     }
+
+    @Test("A removed replica's file can be run again: it copies again, with a new slot")
+    func aRemovedReplicaCanRunAgain() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY, score int)") { scene in
+            let first = scene.replica(tables: ["player"])
+            try await withRunningReplica(first) { running in
+                try await scene.server.run("INSERT INTO player VALUES (1, 1)")
+                try await first.catchUp(with: scene.client)
+                try await running.stop()
+            }
+            try await first.remove()
+            #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1")
+            try await scene.server.run("INSERT INTO player VALUES (2, 2)", "UPDATE player SET score = 10 WHERE id = 1")
+            let second = scene.replica(tables: ["player"])
+            try await withRunningReplica(second) { _ in
+                try await second.catchUp(with: scene.client)
+                #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|10\n2|2")
+            }
+            #expect(try await scene.slotNames().count == 1)
+        }
+    }
+
+    @Test("A first run refuses a file that already has a table of the same name, and leaves it as it was")
+    func anExistingTableIsNotReplaced() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY, score int)") { scene in
+            try await scene.pool.write { db in
+                try db.execute(sql: "CREATE TABLE player (name TEXT)")
+                try db.execute(sql: "INSERT INTO player VALUES ('mine')")
+            }
+            let error = try await withRunningReplica(scene.replica(tables: ["player"])) { try await $0.failure() }
+            #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
+            #expect(try await scene.replicaRows("player", columns: ["name"], key: "name") == "mine")
+            #expect(try await scene.slotNames().isEmpty)
+        }
+    }
 }

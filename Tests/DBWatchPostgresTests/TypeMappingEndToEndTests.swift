@@ -76,5 +76,16 @@ struct TypeMappingEndToEndTests {
         }
     }
 
+    @Test("A value the mapping cannot store in the initial copy stops the replica and drops its slot")
+    func anUnstorableCopiedValueStops() async throws {
+        try await withReplicaScene(
+            schema: "CREATE TABLE m (id int PRIMARY KEY, x float8); INSERT INTO m VALUES (1, 1.5), (2, 'NaN')"
+        ) { scene in
+            let error = try await withRunningReplica(scene.replica(tables: ["m"])) { try await $0.failure() }
+            #expect(error?.code == .unsupportedValue)
+            #expect(try await scene.slotNames().isEmpty)
+        }
+    }
+
     struct TypeMismatch: Error { var value: DatabaseValue }
 }

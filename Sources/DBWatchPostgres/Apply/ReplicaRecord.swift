@@ -15,4 +15,7 @@ struct ReplicaRecord: Sendable, Equatable {
     var isCopied: Bool
     /// The position up to which every transaction is applied.
     var position: LogSequenceNumber
+    /// The snapshot of the first copy, once it is taken: the transactions
+    /// of the feed it saw are skipped.
+    var copySnapshot: CopySnapshot?
 }

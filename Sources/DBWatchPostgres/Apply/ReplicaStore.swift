@@ -17,26 +17,52 @@ struct ReplicaStore: Sendable {
                 sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [Self.recordTable])
             guard exists != nil,
                 let row = try db.fetchOne(
-                    sql: "SELECT slot, publication, ownsPublication, tables, copied, position FROM \(Self.recordTable)")
+                    sql: """
+                        SELECT slot, publication, ownsPublication, tables, copied, position, snapshot, snapshotPosition
+                        FROM \(Self.recordTable)
+                        """)
             else { return nil }
             let tablesJSON = try row.decode(String.self, at: 3)
             let tables = try JSONDecoder().decode([SourceTable].self, from: Data(tablesJSON.utf8))
+            var snapshot: CopySnapshot?
+            if let text = try row.decode(String?.self, at: 6), let position = try row.decode(Int64?.self, at: 7) {
+                snapshot = CopySnapshot(text, position: LogSequenceNumber(rawValue: UInt64(bitPattern: position)))
+            }
             return ReplicaRecord(
                 slot: try row.decode(String.self, at: 0), publication: try row.decode(String.self, at: 1),
                 ownsPublication: try row.decode(Bool.self, at: 2), tables: tables,
                 isCopied: try row.decode(Bool.self, at: 4),
-                position: LogSequenceNumber(rawValue: UInt64(bitPattern: try row.decode(Int64.self, at: 5))))
+                position: LogSequenceNumber(rawValue: UInt64(bitPattern: try row.decode(Int64.self, at: 5))),
+                copySnapshot: snapshot)
         }
     }
 
     /// Starts a first copy in one transaction: drops the tables of an
-    /// unfinished copy, creates `record`'s tables and writes the record,
-    /// marked not copied.
+    /// unfinished or removed copy, creates `record`'s tables and writes the
+    /// record, marked not copied.
+    ///
+    /// - Throws: ``ReplicaError`` `invalidConfiguration`, leaving the file
+    ///   as it was, when it has a table of the same name that the replica
+    ///   did not make.
     func beginCopy(_ record: ReplicaRecord, replacing previous: ReplicaRecord?) async throws {
         let tablesJSON = String(decoding: try JSONEncoder().encode(record.tables), as: UTF8.self)
         try await database.write { db in
             for table in previous?.tables ?? [] {
                 try db.execute(sql: "DROP TABLE IF EXISTS \(quoted(table.name))")
+            }
+            for table in record.tables {
+                // SQLite's names ignore ASCII case, as its own lookup does.
+                let existing = try db.fetchOne(
+                    String.self, sql: "SELECT name FROM sqlite_master WHERE name = ? COLLATE NOCASE",
+                    arguments: [table.name])
+                if let existing {
+                    throw ReplicaError(
+                        .invalidConfiguration, table: table.qualifiedName,
+                        """
+                        the SQLite file already has \(existing), which the replica did not make; \
+                        the replica of \(table.qualifiedName) would replace it
+                        """)
+                }
             }
             try db.execute(sql: "DROP TABLE IF EXISTS \(Self.recordTable)")
             try db.execute(
@@ -44,13 +70,13 @@ struct ReplicaStore: Sendable {
                     CREATE TABLE \(Self.recordTable) (
                         id INTEGER PRIMARY KEY CHECK (id = 1), slot TEXT NOT NULL, publication TEXT NOT NULL,
                         ownsPublication INTEGER NOT NULL, tables TEXT NOT NULL, copied INTEGER NOT NULL,
-                        position INTEGER NOT NULL)
+                        position INTEGER NOT NULL, snapshot TEXT, snapshotPosition INTEGER)
                     """)
             for table in record.tables {
                 try db.execute(sql: TableStatements(table).create)
             }
             try db.execute(
-                sql: "INSERT INTO \(Self.recordTable) VALUES (1, ?, ?, ?, ?, 0, ?)",
+                sql: "INSERT INTO \(Self.recordTable) VALUES (1, ?, ?, ?, ?, 0, ?, NULL, NULL)",
                 arguments: [
                     record.slot, record.publication, record.ownsPublication, tablesJSON,
                     Int64(bitPattern: record.position.rawValue),
@@ -70,12 +96,15 @@ struct ReplicaStore: Sendable {
         }
     }
 
-    /// Marks the copy finished, at the slot's consistent point.
-    func finishCopy(at position: LogSequenceNumber) async throws {
+    /// Marks the copy finished, at the slot's consistent point, with the
+    /// snapshot it read the tables in.
+    func finishCopy(at position: LogSequenceNumber, snapshot: CopySnapshot) async throws {
         try await database.write { db in
             try db.execute(
-                sql: "UPDATE \(Self.recordTable) SET copied = 1, position = ?",
-                arguments: [Int64(bitPattern: position.rawValue)])
+                sql: "UPDATE \(Self.recordTable) SET copied = 1, position = ?, snapshot = ?, snapshotPosition = ?",
+                arguments: [
+                    Int64(bitPattern: position.rawValue), snapshot.text, Int64(bitPattern: snapshot.position.rawValue),
+                ])
         }
     }
 
@@ -102,10 +131,12 @@ struct ReplicaStore: Sendable {
         }
     }
 
-    /// Removes the record, leaving the tables as a plain copy.
-    func removeRecord() async throws {
+    /// Marks the replica removed (its slot dropped): the tables stay as a
+    /// plain copy, and the next run copies them again, as after a copy that
+    /// did not finish.
+    func markRemoved() async throws {
         try await database.write { db in
-            try db.execute(sql: "DROP TABLE IF EXISTS \(Self.recordTable)")
+            try db.execute(sql: "UPDATE \(Self.recordTable) SET copied = 0")
         }
     }
 

@@ -7,6 +7,10 @@ struct ReplicatedTransaction: Sendable {
     var changes: [RowChange] = []
     /// The position just after its commit record: stored with it.
     var endPosition: LogSequenceNumber
+    /// The position of its commit record.
+    var commitPosition: LogSequenceNumber
+    /// Its transaction id (32 bits, as the feed gives it).
+    var transactionID: UInt32
     /// Its commit time in PostgreSQL, in microseconds since 2000-01-01 UTC.
     var commitTime: Int64
 }

@@ -2,11 +2,11 @@ import DBWatch
 
 /// The SQL that writes one replicated table in SQLite, built once.
 ///
-/// Writes are idempotent, so the changes of transactions the initial copy
-/// already saw can be applied again without error: an insert is an upsert
-/// on the primary key, an update or delete of a missing row changes
-/// nothing, and an update that moves a row to a key another row holds
-/// replaces it (`UPDATE OR REPLACE`), as the later changes will have done.
+/// Writes are idempotent where they can be, a second guard besides the
+/// skipping of the transactions the initial copy already saw
+/// (``CopySnapshot``): an insert is an upsert on the primary key, an update
+/// or delete of a missing row changes nothing, and an update that moves a
+/// row to a key another row holds replaces it (`UPDATE OR REPLACE`).
 struct TableStatements: Sendable {
     let table: SourceTable
     /// `CREATE TABLE`, with the primary key.

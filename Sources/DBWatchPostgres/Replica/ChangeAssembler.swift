@@ -43,7 +43,9 @@ struct ChangeAssembler {
             }
             switch message {
             case .begin(let begin):
-                transaction = ReplicatedTransaction(endPosition: begin.finalPosition, commitTime: begin.commitTime)
+                transaction = ReplicatedTransaction(
+                    endPosition: begin.finalPosition, commitPosition: begin.finalPosition,
+                    transactionID: begin.transactionID, commitTime: begin.commitTime)
             case .commit(let commit):
                 guard var finished = transaction else {
                     throw ReplicaError(.unreadableChange, "a commit without a transaction")

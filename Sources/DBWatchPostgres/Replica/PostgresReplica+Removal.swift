@@ -3,8 +3,8 @@ import PostgresNIO
 extension PostgresReplica {
     /// Removes the replica from PostgreSQL: drops its slot, so PostgreSQL
     /// stops keeping log for it, and the publication it created. The SQLite
-    /// tables stay as a plain copy; the file's replica record is removed,
-    /// so a later ``run()`` copies again with a new slot.
+    /// tables stay as a plain copy, no longer followed; a later ``run()``
+    /// on the file replaces them with a new copy, with a new slot.
     ///
     /// A replica that is not removed keeps its slot while it is stopped, to
     /// go on where it stopped: an abandoned slot keeps PostgreSQL's log
@@ -22,7 +22,7 @@ extension PostgresReplica {
                 try await source.dropPublicationIfExists(record.publication)
             }
         }
-        try await store.removeRecord()
+        try await store.markRemoved()
         logger.info("replica removed", metadata: ["slot": "\(record.slot)"])
     }
 }

@@ -48,6 +48,9 @@ extension PostgresReplica {
             guard !published.isEmpty else {
                 throw ReplicaError(.invalidConfiguration, "publication \(publication) publishes no table")
             }
+            if let shortcoming = try await source.publicationShortcoming(publication) {
+                throw ReplicaError(.invalidConfiguration, shortcoming)
+            }
             names = published
         }
         var tables: [SourceTable] = []
@@ -55,10 +58,18 @@ extension PostgresReplica {
             guard let table = try await source.describeTable(name) else {
                 throw ReplicaError(.tableNotFound, table: name, "there is no table \(name) in PostgreSQL")
             }
-            if let same = tables.first(where: { $0.name == table.name }) {
+            // SQLite's names ignore ASCII case.
+            let sqliteName = table.name.lowercasedASCII
+            if let same = tables.first(where: { $0.name.lowercasedASCII == sqliteName }) {
                 throw ReplicaError(
                     .invalidConfiguration, table: table.qualifiedName,
                     "\(same.qualifiedName) and \(table.qualifiedName) would both be the SQLite table \(table.name)")
+            }
+            if sqliteName == ReplicaStore.recordTable || sqliteName.hasPrefix("sqlite_") {
+                throw ReplicaError(
+                    .invalidConfiguration, table: table.qualifiedName,
+                    "\(table.qualifiedName) cannot be a SQLite table of the replica: SQLite or the replica uses its name"
+                )
             }
             tables.append(table)
         }
@@ -107,20 +118,34 @@ extension PostgresReplica {
         if record.ownsPublication {
             try await source.createPublication(publication, tables: tables)
         }
-        let start = try await source.createSlot(slot)
+        // PostgreSQL makes the slot wait for the transactions in progress
+        // to end, and postgres-nio does not stop a query when its task is
+        // cancelled: closing the connection ends the wait, so a shutdown
+        // meanwhile returns at once.
+        let start = try await withTaskCancellationHandler {
+            try await source.createSlot(slot)
+        } onCancel: {
+            source.connection.close().whenComplete { _ in }
+        }
         try await source.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        let snapshot: CopySnapshot
         do {
+            snapshot = try await source.takeSnapshot()
             for table in tables {
                 try await copyRows(of: table, from: source)
             }
             try await source.run("COMMIT")
         } catch {
+            // The slot is of no use to a copy that did not finish (the next
+            // run makes a new one), and it keeps PostgreSQL's log meanwhile.
             try? await source.run("ROLLBACK")
+            try? await source.dropSlotIfExists(slot)
             throw error
         }
-        try await store.finishCopy(at: start)
+        try await store.finishCopy(at: start, snapshot: snapshot)
         record.isCopied = true
         record.position = start
+        record.copySnapshot = snapshot
         logger.info("replica copied its tables", metadata: ["slot": "\(slot)", "position": "\(start)"])
         return record
     }
@@ -129,7 +154,7 @@ extension PostgresReplica {
         let statements = TableStatements(table)
         let columns = table.columns.map { "\(quoted($0.name))::text" }.joined(separator: ", ")
         let rows = try await source.connection.query(
-            PostgresQuery(unsafeSQL: "SELECT \(columns) FROM \(quoted(table.schema)).\(quoted(table.name))"),
+            PostgresQuery(unsafeSQL: "SELECT \(columns) FROM \(table.sqlName)"),
             logger: logger)
         let chunkSize = configuration.rowsPerCopyTransaction
         var chunk: [[DatabaseValue]] = []
@@ -159,5 +184,12 @@ extension PostgresReplica {
         if !chunk.isEmpty {
             try await store.insertCopiedRows(chunk, into: statements)
         }
+    }
+}
+
+extension String {
+    /// The string with A to Z lowered, as SQLite compares names.
+    fileprivate var lowercasedASCII: String {
+        String(decoding: utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }

@@ -17,7 +17,18 @@ extension PostgresReplica {
     /// passed, after a read that reached the end. No commit record
     /// straddles such a position, so moving the slot there skips nothing.
     func stream(from source: SourceConnection, record: ReplicaRecord) async throws {
-        var feed = FeedPosition(claimed: record.position, advanced: record.position)
+        // The slot may be behind the file (moved after the SQLite commit,
+        // so a lost connection or a crash in between leaves it there) or
+        // ahead of it (moved to a boundary that no transaction stored):
+        // start from where it is, and bring it to the file's position.
+        guard let confirmed = try await source.confirmedPosition(of: record.slot) else {
+            throw ReplicaError(.slotMissing, "the replica's slot \(record.slot) is gone from PostgreSQL")
+        }
+        var feed = FeedPosition(claimed: record.position, advanced: confirmed)
+        if feed.claimed > feed.advanced {
+            try await source.advanceSlot(record.slot, to: feed.claimed)
+            feed.advanced = feed.claimed
+        }
         let statements = record.tables.map(TableStatements.init)
         var lastCatalogCheck = ContinuousClock.now
         while true {
@@ -60,7 +71,18 @@ extension PostgresReplica {
             let messages = try await source.peekChanges(
                 slot: record.slot, publication: record.publication, limit: configuration.changesPerRead)
             let (assembled, stop) = assembler.transactions(in: messages)
-            let transactions = assembled.filter { $0.endPosition > feed.claimed }
+            var transactions = assembled.filter { $0.endPosition > feed.claimed }
+            if let snapshot = record.copySnapshot {
+                // The copy holds these already: only their position is
+                // stored.
+                for index in transactions.indices
+                where snapshot.holds(
+                    transactionID: transactions[index].transactionID,
+                    commitPosition: transactions[index].commitPosition)
+                {
+                    transactions[index].changes = []
+                }
+            }
             if !transactions.isEmpty {
                 let applied: LogSequenceNumber?
                 do {
@@ -105,7 +127,7 @@ extension PostgresReplica {
         for table in record.tables {
             let current: SourceTable?
             do {
-                current = try await source.describeTable(table.qualifiedName)
+                current = try await source.describeTable(table.sqlName)
             } catch let error as ReplicaError {
                 return ReplicaError(
                     .schemaChanged, table: table.qualifiedName,

@@ -23,8 +23,9 @@ import ServiceLifecycle
 ///   with PostgreSQL's `pgoutput`) *before* it copies the tables in one
 ///   `REPEATABLE READ` snapshot. Every transaction committed after the
 ///   slot's start is in the change feed; those the snapshot already saw are
-///   applied again, and every write is idempotent (an upsert on the primary
-///   key, an update or delete by key), so the replica ends up equal.
+///   recognized by their transaction id (the snapshot's `xmin`, `xmax` and
+///   transactions in progress, stored with the copy) and skipped, so none
+///   is applied twice.
 /// - Each PostgreSQL transaction is one SQLite transaction, and the
 ///   position after its commit is stored in that same transaction (table
 ///   `dbwatch_replica`). The slot is read without consuming it and moved

@@ -31,8 +31,10 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         /// A value the mapping cannot store faithfully (a float `NaN`, an
         /// infinite timestamp). Fatal.
         public static let unsupportedValue = Code(name: "unsupportedValue")
-        /// A table has no primary key, so its updates and deletes cannot
-        /// name their row. Fatal.
+        /// A table has no primary key, or a replica identity that is
+        /// neither its primary key nor FULL (`REPLICA IDENTITY USING INDEX`
+        /// or `NOTHING`), so its updates and deletes cannot name their row.
+        /// Fatal.
         public static let noPrimaryKey = Code(name: "noPrimaryKey")
         /// A configured table or publication does not exist. Fatal.
         public static let tableNotFound = Code(name: "tableNotFound")

@@ -105,12 +105,38 @@ struct SourceConnection: Sendable {
             """) != nil
     }
 
+    /// The slot's confirmed position (where its next read starts), or
+    /// `nil` when there is no such slot.
+    func confirmedPosition(of slot: String) async throws -> LogSequenceNumber? {
+        try await text(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = \(slot)"
+        ).flatMap(LogSequenceNumber.init)
+    }
+
     /// Creates a logical slot with `pgoutput`; returns its consistent point.
-    /// PostgreSQL waits for the transactions in progress to end first.
+    /// PostgreSQL waits for the transactions in progress to end first, for
+    /// as long as they last: this query alone has no deadline (closing the
+    /// connection ends it).
     func createSlot(_ slot: String) async throws -> LogSequenceNumber {
-        let text =
-            try await text("SELECT lsn::text FROM pg_create_logical_replication_slot(\(slot), 'pgoutput')") ?? ""
-        return LogSequenceNumber(text) ?? .zero
+        let rows = try await connection.query(
+            "SELECT lsn::text FROM pg_create_logical_replication_slot(\(slot), 'pgoutput')", logger: logger)
+        for try await text in rows.decode(String.self) {
+            if let position = LogSequenceNumber(text) { return position }
+        }
+        throw ReplicaError(.unreadableChange, "PostgreSQL created the slot \(slot) without a position")
+    }
+
+    /// Takes the snapshot of a `REPEATABLE READ` transaction that has run
+    /// nothing yet, and describes it.
+    func takeSnapshot() async throws -> CopySnapshot {
+        let rows = try await connection.query(
+            "SELECT pg_current_snapshot()::text, pg_current_wal_insert_lsn()::text", logger: logger)
+        for try await (snapshot, position) in rows.decode((String, String).self) {
+            if let position = LogSequenceNumber(position), let snapshot = CopySnapshot(snapshot, position: position) {
+                return snapshot
+            }
+        }
+        throw ReplicaError(.unreadableChange, "PostgreSQL gave no snapshot")
     }
 
     /// Drops a slot if it exists and no session uses it.
@@ -123,7 +149,7 @@ struct SourceConnection: Sendable {
     /// name (left by a copy that did not finish).
     func createPublication(_ name: String, tables: [SourceTable]) async throws {
         try await dropPublicationIfExists(name)
-        let list = tables.map { "\(quoted($0.schema)).\(quoted($0.name))" }.joined(separator: ", ")
+        let list = tables.map(\.sqlName).joined(separator: ", ")
         try await run(PostgresQuery(unsafeSQL: "CREATE PUBLICATION \(quoted(name)) FOR TABLE \(list)"))
     }
 

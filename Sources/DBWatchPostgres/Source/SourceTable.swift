@@ -16,17 +16,24 @@ struct SourceTable: Sendable, Equatable, Codable {
     /// `schema.name`, as errors and logs name the table.
     var qualifiedName: String { "\(schema).\(name)" }
 
+    /// `"schema"."name"`, as SQL names the table whatever its case or
+    /// characters.
+    var sqlName: String { "\(quoted(schema)).\(quoted(name))" }
+
     /// The positions of the primary key's columns in ``columns``.
     var keyColumnIndexes: [Int] { columns.indices.filter { columns[$0].isKey } }
 
     /// Whether a relation message of the change feed describes this table
     /// as it was when the replica started: same OID, same columns in the
-    /// same order with the same types, same key.
+    /// same order with the same types, and as key the primary key or, for
+    /// a table of `REPLICA IDENTITY FULL`, every column (its updates and
+    /// deletes send the whole old row, primary key included).
     func matches(_ relation: PgOutputMessage.Relation) -> Bool {
-        relation.id == oid && relation.columns.count == columns.count
+        let isFullIdentity = relation.columns.allSatisfy(\.isKey)
+        return relation.id == oid && relation.columns.count == columns.count
             && zip(relation.columns, columns).allSatisfy { described, known in
                 described.name == known.name && described.typeOID == known.typeOID
-                    && described.isKey == known.isKey
+                    && (described.isKey == known.isKey || isFullIdentity)
             }
     }
 
