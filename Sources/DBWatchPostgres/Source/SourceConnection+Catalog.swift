@@ -76,7 +76,8 @@ extension SourceConnection {
         }
         var table: SourceTable?
         var identity = "d"
-        for (oid, schema, relation, kind, column, typeOID, typeName, typeKind, baseType, isKey, replicaIdentity) in rows {
+        for (oid, schema, relation, kind, column, typeOID, typeName, typeKind, baseType, isKey, replicaIdentity) in rows
+        {
             if table == nil {
                 guard kind == "r" else {
                     throw ReplicaError(
