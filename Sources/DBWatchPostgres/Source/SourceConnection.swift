@@ -65,7 +65,7 @@ struct SourceConnection: Sendable {
     /// Runs a statement and ignores its results.
     func run(_ query: PostgresQuery) async throws {
         try await guarded { [connection, logger] in
-            try await connection.query(query, logger: logger)
+            _ = try await connection.query(query, logger: logger)
         }
     }
 
