@@ -90,6 +90,47 @@ extension SourceFailureTests {
     }
 }
 
+@Suite("Replica: SQLite failures and status")
+struct ReplicaDatabaseFailureTests {
+    @Test("A write the SQLite file refuses stops the replica with databaseFailed, keeping what came before")
+    func aRefusedWriteStops() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY, score int)") { scene in
+            let replica = scene.replica(tables: ["player"])
+            let error = try await withRunningReplica(replica) { running in
+                try await scene.server.run("INSERT INTO player VALUES (1, 1)")
+                try await replica.catchUp(with: scene.client)
+                // A trigger of the file's own refuses the next row.
+                try await scene.pool.write { db in
+                    try db.execute(
+                        sql: """
+                            CREATE TRIGGER refuse BEFORE INSERT ON player WHEN NEW.id = 2
+                            BEGIN SELECT RAISE(ABORT, 'refused by the file'); END
+                            """)
+                }
+                try await scene.server.run("INSERT INTO player VALUES (2, 2)")
+                return try await running.failure()
+            }
+            #expect(error?.code == .databaseFailed)
+            #expect(error?.message.contains("refused by the file") == true)
+            #expect(try await scene.replicaRows("player", columns: ["id", "score"]) == "1|1")
+        }
+    }
+
+    @Test("The lag in seconds goes back to 0 once the replica has caught up")
+    func lagIsZeroWhenCaughtUp() async throws {
+        try await withReplicaScene(schema: "CREATE TABLE player (id int PRIMARY KEY)") { scene in
+            let replica = scene.replica(tables: ["player"])
+            try await withRunningReplica(replica) { _ in
+                try await replica.catchUp(with: scene.client)
+                try await scene.server.run("INSERT INTO player VALUES (1)")
+                try await replica.catchUp(with: scene.client)
+                #expect(replica.status.appliedTransactions == 1)
+                try await waitUntil { replica.status.lagSeconds == 0 && replica.status.lagBytes == 0 }
+            }
+        }
+    }
+}
+
 @Suite("Replica: removal")
 struct ReplicaRemovalTests {
     @Test("A running replica's slot is listed in use and cannot be dropped; once it stopped, it can")

@@ -80,10 +80,13 @@ struct DemoEndToEndTests {
     )
     func aWriteFailureStopsTheDemo() async throws {
         try await withTemporaryDirectory { scratch in
-            // Room for the schema, the seed and a few writes of seed 1 in the WAL file, not for 8 seconds of them.
+            // Room for the schema, the seed and a few seconds of writes of
+            // seed 1 in the WAL file (about 125 at 8 KB), not for 8 seconds
+            // of them: 200 KB left a loaded CI machine no time to draw the
+            // first frame before the limit.
             let snapshot = try await DBWatchRun.run(
                 ["demo", "--db", scratch.file("demo.sqlite"), "--seed", "1", "--rate", "50", "--duration", "8"],
-                fileSizeLimit: 200_000)
+                fileSizeLimit: 1_000_000)
             #expect(snapshot.exitStatus == 74, "\(snapshot)")
             #expect(snapshot.stdout.contains("--- frame 1 "), "the demo ran before the failure: \(snapshot)")
             #expect(snapshot.stderr.hasPrefix("dbwatch: the demo stopped: cannot write the database: "), "\(snapshot)")

@@ -35,7 +35,8 @@ extension PostgresReplica {
         }
         /// How old the newest applied transaction was when it was applied,
         /// in seconds (commit in PostgreSQL to commit in SQLite, clocks of
-        /// both machines compared); 0 before the first.
+        /// both machines compared); 0 before the first, and again once the
+        /// replica has caught up with PostgreSQL's log.
         public var lagSeconds: Double = 0
         /// The last error, retried or fatal; `nil` after a success following
         /// a retried error.

@@ -34,12 +34,14 @@ extension PostgresReplica {
         while true {
             try Task.checkCancellation()
             let (insert, flush) = try await source.logPositions()
+            let moved = flush > feed.claimed
             update {
                 $0.sourcePosition = flush
                 $0.isConnected = true
                 if $0.lastError?.isRetried == true { $0.lastError = nil }
+                // Caught up: nothing committed is waiting.
+                if !moved { $0.lagSeconds = 0 }
             }
-            let moved = flush > feed.claimed
             if moved {
                 try await readAndApply(source, record: record, statements: statements, feed: &feed, flush: flush)
             }

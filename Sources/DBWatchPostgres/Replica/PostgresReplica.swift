@@ -84,7 +84,7 @@ public final class PostgresReplica: Service, Sendable {
                 stop(phase: .stopped, error: nil)
                 return
             }
-            let replicaError = ReplicaError(.unreadableChange, "\(error)")
+            let replicaError = ReplicaError(classifying: error)
             logger.error("replica stopped", metadata: ["error": "\(error)"])
             stop(phase: .failed, error: replicaError)
             throw replicaError

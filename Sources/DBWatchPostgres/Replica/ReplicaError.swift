@@ -54,6 +54,12 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         /// PostgreSQL could not be reached or closed the connection. Not
         /// fatal: the replica retries with backoff.
         public static let sourceUnreachable = Code(name: "sourceUnreachable")
+        /// The replica's SQLite database refused a write (disk full, an
+        /// I/O error, a read-only file, a trigger of its own): the
+        /// transaction is not applied, and the file keeps the last state
+        /// applied. Fatal: fix the cause and run the replica again; it goes
+        /// on from the last transaction it applied.
+        public static let databaseFailed = Code(name: "databaseFailed")
         /// The change feed sent something the replica cannot read. Fatal.
         public static let unreadableChange = Code(name: "unreadableChange")
         /// ``PostgresReplica/waitUntilApplied(_:timeout:)`` gave up.

@@ -1,3 +1,4 @@
+import DBWatch
 import PostgresNIO
 
 extension ReplicaError {
@@ -9,17 +10,35 @@ extension ReplicaError {
     private static let retriedStates: Set<String> = ["55006", "40001", "40P01"]
     private static let retriedClasses: Set<String> = ["08", "57", "53"]
 
+    /// Client-side failures that another attempt would meet again: the
+    /// server asks for a password the configuration lacks, or for an
+    /// authentication or TLS the client cannot do.
+    private static let refusedConnections: [PSQLError.Code] = [
+        .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError, .sslUnsupported,
+        .failedToAddSSLHandler,
+    ]
+
     /// The replica's view of any error from PostgreSQL or SQLite: a
     /// ``ReplicaError`` as is; a PostgreSQL error that a later attempt may
-    /// not meet as ``Code/sourceUnreachable``; other server errors as fatal
-    /// ``Code/sourceNotReady`` with PostgreSQL's message.
+    /// not meet as ``Code/sourceUnreachable``; a refused authentication and
+    /// other server errors as fatal ``Code/sourceNotReady`` with
+    /// PostgreSQL's message; an error of the SQLite database as fatal
+    /// ``Code/databaseFailed``.
     init(classifying error: any Error) {
         if let error = error as? ReplicaError {
             self = error
             return
         }
+        if let error = error as? SQLiteError {
+            self = ReplicaError(.databaseFailed, "the replica's SQLite database: \(error)")
+            return
+        }
         guard let error = error as? PSQLError else {
             self = ReplicaError(.unreadableChange, "\(error)")
+            return
+        }
+        if Self.refusedConnections.contains(error.code) {
+            self = ReplicaError(.sourceNotReady, "PostgreSQL refused the connection: \(error.code)")
             return
         }
         guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
