@@ -28,7 +28,9 @@ struct ShutdownTests {
                 running.task.cancel()
                 var stopError: (any Error)?
                 do {
-                    try await withTimeout(seconds: 5) { [task = running.task] in try await task.value }
+                    try await withTimeout(seconds: isThreadSanitized ? 30 : 5) { [task = running.task] in
+                        try await task.value
+                    }
                 } catch {
                     stopError = error
                 }

@@ -156,7 +156,7 @@ struct CallerThreadWriteTests {
             }
             // The claimed BEGIN failed at once instead of waiting on the
             // caller's thread; the write went to the writer's thread, which waits.
-            try await withTimeout(seconds: 15) { await lockWait.wait() }
+            try await withTimeout(seconds: isThreadSanitized ? 60 : 15) { await lockWait.wait() }
             #expect(lockWaitThread.withLock { $0 }.map { pthread_equal($0, writer) != 0 } == true)
             try other.execute(sql: "COMMIT")
             let thread = try await withTimeout { try await write.value }

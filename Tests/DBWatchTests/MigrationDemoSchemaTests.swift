@@ -26,7 +26,7 @@ struct MigrationDemoSchemaTests {
             "the stock sqlite3 shell is not installed at /usr/bin/sqlite3 (CI installs it); not checked here"))
     func stockShellAppliesEachFileInOrder() async throws {
         try await withTemporaryDirectory { directory in
-            try await withTimeout(seconds: 60) {
+            try await withTimeout {
                 let migrator = try Migrator(directory: repositoryMigrationsPath)
                 let shellPath = directory.file("shell.sqlite")
                 for migration in migrator.migrations {
