@@ -149,6 +149,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
             ]

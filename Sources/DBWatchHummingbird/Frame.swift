@@ -111,10 +111,38 @@ struct ErrorBody: Encodable, Sendable {
             self.init(message: LiveQueryError.databaseReplaced.message, code: nil)
         } else if let error = error as? LiveQueryError {
             self.init(message: error.message, code: nil)
-        } else if error is DecodingError {
-            self.init(message: "invalid request parameters", code: nil)
+        } else if let error = error as? DecodingError {
+            self.init(message: "invalid request parameters: \(Self.describe(error))", code: nil)
         } else {
             self.init(message: "\(error)", code: nil)
+        }
+    }
+
+    /// A client's request that was refused: a ``LiveQueryError``'s message,
+    /// what does not decode, or, for any other error (which may hold the
+    /// server's details), only that it was refused.
+    init(refusal error: any Error) {
+        if error is LiveQueryError || error is DecodingError {
+            self.init(error)
+        } else {
+            self.init(message: "the request was refused", code: nil)
+        }
+    }
+
+    /// What is wrong with a request that does not decode, in a few words:
+    /// `missing limit`, `limit has the wrong type`, `not JSON`.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            let path = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return path.isEmpty ? "the message" : String(path.prefix(100))
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "missing \(path(context.codingPath + [key]))"
+        case .typeMismatch(_, let context): return "\(path(context.codingPath)) has the wrong type"
+        case .valueNotFound(_, let context): return "\(path(context.codingPath)) is null"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "\(path(context.codingPath)) is invalid"
+        @unknown default: return "does not decode"
         }
     }
 

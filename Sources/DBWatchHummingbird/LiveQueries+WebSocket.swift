@@ -39,6 +39,71 @@ extension LiveQueries {
         scope: (any Hashable & Sendable)? = nil,
         maxMessageSize: Int = 1 << 16
     ) async throws where R.Value: Encodable {
+        try await webSocket(
+            receiving: R.self, inbound: inbound, outbound: outbound, context: context, scope: scope,
+            maxMessageSize: maxMessageSize, request: { $0 })
+    }
+
+    /// Serves live values on a WebSocket whose client sends messages of
+    /// type `Message`, from which `request` builds (or checks) the observed
+    /// request with what the route knows of the client: its user, its
+    /// rights. Nothing is fetched before `request` returns; what it throws
+    /// reaches the client as an error message and the connection stays
+    /// open, the previous subscription going on.
+    ///
+    /// The route binds the request to the authenticated user, so a client
+    /// cannot ask for another user's rows whatever it sends:
+    ///
+    /// ```swift
+    /// struct TodoFilter: Decodable, Sendable { var done: Bool? }
+    ///
+    /// router.ws("todos/socket") { inbound, outbound, context in
+    ///     let user = try context.requestContext.requireIdentity()   // the route's authentication
+    ///     try await live.webSocket(
+    ///         receiving: TodoFilter.self, inbound: inbound, outbound: outbound, context: context,
+    ///         scope: user.id
+    ///     ) { filter in
+    ///         Todos(owner: user.id, done: filter.done)            // the owner is never the client's
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Or it checks a request the client sends whole, refusing with a
+    /// message the client receives (`{"type":"error","error":{"message"}}`):
+    ///
+    /// ```swift
+    /// try await live.webSocket(receiving: Todos.self, inbound: inbound, outbound: outbound, context: context,
+    ///                          scope: user.id) { todos in
+    ///     guard todos.owner == user.id else { throw LiveQueryError.forbidden("these are not your todos") }
+    ///     return todos
+    /// }
+    /// ```
+    ///
+    /// A message that does not decode is an error message naming what is
+    /// wrong (`invalid request parameters: …`); a ``LiveQueryError`` thrown
+    /// by `Message`'s own decoding or by `request` reaches the client with
+    /// its message; any other error as `the request was refused`, logged at
+    /// debug level with the error.
+    ///
+    /// - Parameters:
+    ///   - messageType: what the client sends, decoded from each text or binary message.
+    ///   - inbound: the client's messages.
+    ///   - outbound: where values go.
+    ///   - context: the WebSocket context, whose logger is used.
+    ///   - scope: what clients must also share to share one observation.
+    ///     It only separates sharing: it authorizes nothing, `request` does.
+    ///   - maxMessageSize: the largest message accepted.
+    ///   - request: the observed request for a message, built or checked
+    ///     with the route's identity; throws to refuse it.
+    public func webSocket<Message: Decodable & Sendable, R: Queryable>(
+        receiving messageType: Message.Type,
+        inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter,
+        context: some WebSocketContext,
+        scope: (any Hashable & Sendable)? = nil,
+        maxMessageSize: Int = 1 << 16,
+        request: @escaping @Sendable (Message) async throws -> R
+    ) async throws where R.Value: Encodable {
         let logger = context.logger
         let client = ClientMailbox(skipDigest: nil, keepsAlive: false)
         guard register(client) else {
@@ -61,22 +126,22 @@ extension LiveQueries {
                     case .text(let text): data = Data(text.utf8)
                     case .binary(let buffer): data = Data(buffer.readableBytesView)
                     }
-                    let request: R
+                    let observed: R
                     do {
-                        request = try JSONDecoder().decode(R.self, from: data)
+                        observed = try await request(try JSONDecoder().decode(Message.self, from: data))
                     } catch {
-                        logger.debug("Live query WebSocket request does not decode", metadata: ["error": "\(error)"])
-                        client.offerDirect(.error(ErrorBody(message: "invalid request parameters", code: nil)))
+                        logger.debug("Live query WebSocket request refused", metadata: ["error": "\(error)"])
+                        client.offerDirect(.error(ErrorBody(refusal: error)))
                         continue
                     }
                     let observation = subscribe(
-                        client, to: request, scope: scope, logger: logger, encode: Self.encodeJSON)
+                        client, to: observed, scope: scope, logger: logger, encode: Self.encodeJSON)
                     let previous = subscription.observation.withLock { current in
                         defer { current = observation }
                         return current
                     }
                     if let previous, previous !== observation { unsubscribe(client, from: previous) }
-                    logger.debug("Live query WebSocket request", metadata: ["request": "\(request)"])
+                    logger.debug("Live query WebSocket request", metadata: ["request": "\(observed)"])
                 }
             }
             do {

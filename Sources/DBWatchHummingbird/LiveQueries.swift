@@ -258,7 +258,7 @@ public final class LiveQueries: Service, Sendable {
         var body = ErrorBody(error)
         let status: HTTPResponse.Status
         if let error = error as? LiveQueryError {
-            status = error.isBadRequest ? .badRequest : .serviceUnavailable
+            status = error.status
         } else if error is DecodingError {
             status = .badRequest
         } else if error is DatabaseFileReplacedError {

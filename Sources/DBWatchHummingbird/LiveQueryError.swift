@@ -1,6 +1,9 @@
+import HTTPTypes
+
 /// An error of the integration that a client sees with its HTTP status:
-/// throw ``badRequest(_:)`` from a route or a request's initializer to
-/// answer 400 with a JSON body.
+/// throw ``badRequest(_:)`` or ``forbidden(_:)`` from a route, a request's
+/// initializer or a WebSocket's request hook to answer 400 or 403 with a
+/// JSON body (on a WebSocket, an error message with the same text).
 ///
 /// ```swift
 /// guard let limit = request.uri.queryParameters.get("limit", as: Int.self), limit > 0 else {
@@ -10,6 +13,7 @@
 public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case badRequest
+        case forbidden
         case shuttingDown
         case databaseClosed
         case databaseReplaced
@@ -35,6 +39,15 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// ```
     public static func badRequest(_ message: String) -> LiveQueryError {
         LiveQueryError(code: .badRequest, message: message)
+    }
+
+    /// The client may not read what it asked for (another user's rows): 403.
+    ///
+    /// ```swift
+    /// guard filter.owner == user.id else { throw LiveQueryError.forbidden("these are not your todos") }
+    /// ```
+    public static func forbidden(_ message: String) -> LiveQueryError {
+        LiveQueryError(code: .forbidden, message: message)
     }
 
     /// The server is shutting down: 503.
@@ -68,5 +81,12 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// ```
     public var description: String { message }
 
-    var isBadRequest: Bool { code == .badRequest }
+    /// The HTTP status of a refusal.
+    var status: HTTPResponse.Status {
+        switch code {
+        case .badRequest: .badRequest
+        case .forbidden: .forbidden
+        case .shuttingDown, .databaseClosed, .databaseReplaced: .serviceUnavailable
+        }
+    }
 }

@@ -48,7 +48,7 @@ struct WebSocketTests {
                     try await outbound.write(.text(#"{"limit":"many"}"#))
                     let error = try await next()
                     #expect(error.type == "error")
-                    #expect(error.error?.message == "invalid request parameters")
+                    #expect(error.error?.message == "invalid request parameters: limit has the wrong type")
                     try await outbound.write(.text(#"{"limit":1}"#))
                     #expect(try await next().value?.map(\.name) == ["arthur"])
                     try await outbound.close(.normalClosure, reason: nil)

@@ -42,6 +42,11 @@ struct ServeCommand: AsyncParsableCommand {
             streams than --max-clients a 503. A client holds at most one pending value (the latest); \
             one that reads nothing for 30 s is disconnected.
 
+            Requests must name the server in Host: localhost (or a name under .localhost), an IP \
+            address, the --host value, or a name given with --allow-host. Any other Host is a 403 with \
+            a JSON body, a request without Host (or with two) a 400, before any query runs: a web page \
+            whose name an attacker rebinds to this machine's address (DNS rebinding) reads nothing.
+
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
             --host says otherwise (any other address is a warning on standard error: there is no \
             authentication). Each query runs once at start (its parameters bound to 0) under the \
@@ -77,6 +82,14 @@ struct ServeCommand: AsyncParsableCommand {
             "The address to listen on: 127.0.0.1 (this machine only) unless given.", valueName: "address"))
     var host: String = "127.0.0.1"
 
+    @Option(
+        name: .customLong("allow-host"),
+        help: ArgumentHelp(
+            "A name clients may reach the server by, besides localhost, IP addresses and --host (repeat for each; "
+                + ".example.com allows every name under it).",
+            valueName: "name"))
+    var allowedHosts: [String] = []
+
     @Option(help: ArgumentHelp("The most event streams open at once; more are refused with 503.", valueName: "n"))
     var maxClients: Int = 10_000
 
@@ -98,6 +111,11 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
         if host.isEmpty { throw ValidationError("--host is empty.") }
+        for name in allowedHosts where !Self.isHostName(name) {
+            throw ValidationError(
+                "--allow-host \(CellText.sanitized(name)): give a host name without scheme, port or path "
+                    + "(app.example.com, .example.com for every name under it, or * for any).")
+        }
         if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
         if !(interval >= 0.01 && interval <= 3600) {
             throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
@@ -115,7 +133,7 @@ struct ServeCommand: AsyncParsableCommand {
         let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
-            title: URL(fileURLWithPath: database).lastPathComponent)
+            title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts)
         let host = host
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
@@ -125,6 +143,15 @@ struct ServeCommand: AsyncParsableCommand {
             }
             Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
         }
+    }
+
+    /// Whether `name` is a value `--allow-host` takes: a host name (a
+    /// leading dot for a domain), or `*`.
+    static func isHostName(_ name: String) -> Bool {
+        if name == "*" { return true }
+        let bare = name.hasPrefix(".") ? name.dropFirst() : Substring(name)
+        return !bare.isEmpty && bare.count <= 253 && !bare.hasPrefix(".")
+            && bare.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }
     }
 
     /// Whether `host` names this machine only (`127.0.0.1`, `::1`, `localhost`).

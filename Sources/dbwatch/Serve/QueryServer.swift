@@ -29,6 +29,8 @@ struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
 /// - `GET /queries/NAME?p=v`: the current value, `{"columns", "rows"}`
 /// - `GET /queries/NAME/events?p=v`: server-sent events of the value
 /// - any other path: 404 with a JSON body; any other method: 405
+/// - a `Host` that is not this machine's, the listening address or an
+///   allowed name: 403 (``TrustedHostMiddleware``); none: 400
 ///
 /// ```swift
 /// let server = QueryServer(live: live, queries: queries, limits: limits, maxClients: 10_000, logsClients: true, title: "app.sqlite")
@@ -48,12 +50,15 @@ final class QueryServer: Sendable {
     let logsClients: Bool
     /// What the page shows as its title (the database's file name).
     let title: String
+    /// The names besides loopback names and IP addresses that requests may
+    /// give as their `Host` (`--host`, `--allow-host`).
+    let allowedHosts: [String]
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
-        title: String
+        title: String, allowedHosts: [String] = []
     ) {
         self.live = live
         self.queries = queries
@@ -62,6 +67,7 @@ final class QueryServer: Sendable {
         self.maxClients = maxClients
         self.logsClients = logsClients
         self.title = title
+        self.allowedHosts = allowedHosts
     }
 
     /// Streams open now.
@@ -83,6 +89,8 @@ final class QueryServer: Sendable {
 
     func makeRouter() -> Router<ServeRequestContext> {
         let router = Router(context: ServeRequestContext.self)
+        // First: a request for another name (DNS rebinding) runs nothing else.
+        router.add(middleware: TrustedHostMiddleware(allowedHosts: allowedHosts))
         router.add(middleware: JSONErrorMiddleware())
         let page = ByteBuffer(string: ServePage.html(title: title))
         router.get("/") { _, _ in

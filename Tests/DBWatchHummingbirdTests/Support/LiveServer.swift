@@ -1,6 +1,7 @@
 import DBWatch
 import DBWatchHummingbird
 import DBWatchTestSupport
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -24,6 +25,12 @@ func testConfiguration() -> LiveQueriesConfiguration {
 /// - `GET /checked/events`, `GET /big/events` (SSE)
 /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
 /// - `POST /players/:name/:score` (a write; an existing name is a constraint error)
+/// - `/todos/socket`: the `X-User` header's todos (the client sends a
+///   `TodoFilter`), `/todos/checked/socket`: the client sends `Todos`
+///   whole, refused unless its owner is the `X-User`
+///
+/// With `trustedHosts`, a ``TrustedHostMiddleware`` allowing those names
+/// guards every route.
 final class LiveServer: Sendable {
     let port: Int
     let live: LiveQueries
@@ -58,6 +65,7 @@ final class LiveServer: Sendable {
         configuration: LiveQueriesConfiguration = testConfiguration(),
         logs: LogRecorder? = nil,
         detectsExternalChanges: Bool = false,
+        trustedHosts: [String]? = nil,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
@@ -68,6 +76,7 @@ final class LiveServer: Sendable {
             logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
         let live = LiveQueries(database, configuration: configuration, logger: logger)
         let router = Router(context: BasicWebSocketRequestContext.self)
+        if let trustedHosts { router.add(middleware: TrustedHostMiddleware(allowedHosts: trustedHosts)) }
         addRoutes(to: router, live: live)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
@@ -136,6 +145,25 @@ final class LiveServer: Sendable {
         }
         router.ws("top/socket") { inbound, outbound, context in
             try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)
+        }
+        // The identity is a header here; a real server's authentication puts it in the context.
+        let user = HTTPField.Name("X-User")!
+        router.ws("todos/socket") { inbound, outbound, context in
+            let owner = context.request.headers[user] ?? ""
+            try await live.webSocket(
+                receiving: TodoFilter.self, inbound: inbound, outbound: outbound, context: context, scope: owner
+            ) { filter in
+                Todos(owner: owner, limit: filter.limit)
+            }
+        }
+        router.ws("todos/checked/socket") { inbound, outbound, context in
+            let owner = context.request.headers[user] ?? ""
+            try await live.webSocket(
+                receiving: Todos.self, inbound: inbound, outbound: outbound, context: context, scope: owner
+            ) { todos in
+                guard todos.owner == owner else { throw LiveQueryError.forbidden("these are not your todos") }
+                return todos
+            }
         }
     }
 }

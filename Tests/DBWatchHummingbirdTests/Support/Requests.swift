@@ -63,6 +63,37 @@ struct BigText: Queryable {
     }
 }
 
+/// One user's todo titles, in order: a request scoped per user. Decodable,
+/// for a WebSocket whose client sends it whole (and the route checks it).
+struct Todos: Queryable, Codable {
+    static var defaultValue: [String] { [] }
+    var owner: String
+    var limit = 10
+
+    init(owner: String, limit: Int = 10) {
+        self.owner = owner
+        self.limit = limit
+    }
+
+    /// `limit` may be left out.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        owner = try container.decode(String.self, forKey: .owner)
+        limit = try container.decodeIfPresent(Int.self, forKey: .limit) ?? 10
+    }
+
+    func fetch(_ db: Database) throws -> [String] {
+        try db.fetchAll(
+            String.self, sql: "SELECT title FROM todo WHERE owner = ? ORDER BY id LIMIT ?", arguments: [owner, limit])
+    }
+}
+
+/// What a client of the per-user WebSocket sends: no owner, which the
+/// route takes from the authenticated user.
+struct TodoFilter: Decodable, Sendable {
+    var limit = 10
+}
+
 let testSchema = """
     CREATE TABLE player (name TEXT PRIMARY KEY, score INTEGER NOT NULL);
     CREATE TABLE control (fail INTEGER NOT NULL);
@@ -70,6 +101,8 @@ let testSchema = """
     CREATE TABLE blob (text TEXT NOT NULL);
     INSERT INTO blob (text) VALUES ('');
     INSERT INTO player (name, score) VALUES ('arthur', 100), ('barbara', 80);
+    CREATE TABLE todo (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, title TEXT NOT NULL);
+    INSERT INTO todo (owner, title) VALUES ('alice', 'milk'), ('bob', 'bob''s secret'), ('alice', 'bread');
     """
 
 extension DatabaseKind {

@@ -28,6 +28,11 @@ public struct LeaderboardConfiguration: Sendable {
 /// - `/leaderboard/socket`: the leaderboard on a WebSocket (send `{"limit": 3}`),
 /// - `POST /players/:name/score` with `{"score": 120}`: sets a player's score.
 ///
+/// Every request must name the server in `Host` (`localhost`, an IP address
+/// or `configuration.host`), and a write must come from the server's own
+/// page with a JSON body (``TrustedHostMiddleware``): another site's page,
+/// even one whose name is rebound to 127.0.0.1, can neither read nor write.
+///
 /// - Parameter onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     _ configuration: LeaderboardConfiguration,
@@ -44,6 +49,8 @@ public func buildApplication(
 
     let live = LiveQueries(pool, logger: configuration.logger)
     let router = Router(context: BasicWebSocketRequestContext.self)
+    // Before any route: DNS rebinding, cross-site WebSockets and cross-site writes.
+    router.add(middleware: TrustedHostMiddleware(allowedHosts: [configuration.host]))
     router.get("/") { _, _ in
         Response(
             status: .ok, headers: [.contentType: "text/html; charset=utf-8"],

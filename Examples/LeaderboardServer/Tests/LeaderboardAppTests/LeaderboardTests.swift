@@ -81,3 +81,40 @@ struct LeaderboardTests {
         }
     }
 }
+
+@Suite("Only the leaderboard's own page writes")
+struct CrossSiteWriteTests {
+    @Test(
+        "a write from another site's page, or with a body not declared JSON, is refused and changes nothing",
+        arguments: [
+            [("Content-Type", "text/plain"), ("Origin", "http://evil.example")],
+            [("Content-Type", "text/plain")],
+            [("Content-Type", "application/json"), ("Origin", "http://evil.example")],
+            [("Content-Type", "application/json"), ("Host", "evil.example")],
+        ])
+    func crossSiteWriteIsRefused(headers: [(String, String)]) async throws {
+        try await withTimeout {
+            try await TestServer.with { server in
+                let answer = try await server.post("/players/Mallory/score", json: #"{"score": 5}"#, headers: headers)
+                #expect([403, 415].contains(answer.status), "\(answer)")
+                let error = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+                #expect((error?["message"] as? String)?.isEmpty == false)
+                let players = try JSONDecoder().decode(
+                    [Player].self, from: Data(try await server.get("/leaderboard").body.utf8))
+                #expect(players.map(\.name) == seededNames)
+            }
+        }
+    }
+
+    @Test("a write from the server's own page is accepted")
+    func sameOriginWriteIsAccepted() async throws {
+        try await withTimeout {
+            try await TestServer.with { server in
+                let answer = try await server.post(
+                    "/players/Mallory/score", json: #"{"score": 5}"#,
+                    headers: [("Content-Type", "application/json"), ("Origin", server.baseURL)])
+                #expect(answer.status == 200)
+            }
+        }
+    }
+}

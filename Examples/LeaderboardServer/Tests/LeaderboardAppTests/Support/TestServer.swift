@@ -50,11 +50,14 @@ struct TestServer: Sendable {
         }
     }
 
-    /// `POST path` with `body`: the status and the answer's text.
-    func post(_ path: String, json body: String) async throws -> (status: Int, body: String) {
+    /// `POST path` with `body`, as JSON unless `headers` say otherwise: the
+    /// status and the answer's text.
+    func post(
+        _ path: String, json body: String, headers: [(String, String)] = [("Content-Type", "application/json")]
+    ) async throws -> (status: Int, body: String) {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let answer = try await response.body.collect(upTo: 1 << 20)
