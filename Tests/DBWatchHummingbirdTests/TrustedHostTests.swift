@@ -78,8 +78,10 @@ struct TrustedHostTests {
                 }
                 // Hummingbird answers a refused upgrade itself (a 400 without
                 // the middleware's body): what matters is that none is a 101.
-                for origin in ["http://evil.example", "null", "http://127.0.0.1:1", "http://evil.example:\(server.port)"]
-                {
+                let foreignOrigins = [
+                    "http://evil.example", "null", "http://127.0.0.1:1", "http://evil.example:\(server.port)",
+                ]
+                for origin in foreignOrigins {
                     let foreign = try await rawHTTPExchange(port: server.port, upgrade(origin: origin))
                     #expect((400..<500).contains(foreign.status), "Origin: \(origin)")
                 }
