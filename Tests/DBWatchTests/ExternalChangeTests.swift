@@ -4,7 +4,7 @@ import Testing
 import DBWatchTestSupport
 
 /// Commits by another process (the stock `sqlite3` shell) reach observations.
-@Suite("External changes", .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"))
+@Suite("External changes", RequiredProgram.sqlite3.trait)
 struct ExternalChangeTests {
     /// A file database with external change detection, its path, and what an
     /// observation of `request` delivered (its first value already in).

@@ -62,7 +62,7 @@ struct SchemaChangeRegionTests {
     /// In one transaction, or in two (a fetch may then fail on the missing
     /// view in between).
     @Test(
-        .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"),
+        RequiredProgram.sqlite3.trait,
         arguments: DatabaseKind.onFile,
         [
             "BEGIN; DROP VIEW v; CREATE VIEW v AS SELECT x FROM b; COMMIT",
@@ -96,7 +96,7 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    @Test(RequiredProgram.sqlite3.trait, arguments: DatabaseKind.onFile)
     func rowIDLookupsFollowARedefinedView(kind: DatabaseKind) async throws {
         // `k` is first the rowid of `x` (a lookup by rowid: the region holds
         // one row), then a plain column (a scan: every row counts).
@@ -127,7 +127,7 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    @Test(RequiredProgram.sqlite3.trait, arguments: DatabaseKind.onFile)
     func aWriteRepreparedByATriggerChangeReportsTheColumnsItNowSets(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
@@ -164,7 +164,7 @@ struct SchemaChangeRegionTests {
         }
     }
 
-    @Test(.enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: DatabaseKind.onFile)
+    @Test(RequiredProgram.sqlite3.trait, arguments: DatabaseKind.onFile)
     func aWriteRepreparedByANewTriggerReportsTheVirtualTableItNowWrites(kind: DatabaseKind) async throws {
         // The hooks see only FTS5's shadow tables: the write's footprint
         // names the virtual table.

@@ -229,7 +229,7 @@ struct UntrustedSQLTests {
     }
 
     @Test(
-        .enabled(if: SQLiteShell.isAvailable, "needs /usr/bin/sqlite3"), arguments: ["cached", "not cached"])
+        RequiredProgram.sqlite3.trait, arguments: ["cached", "not cached"])
     func aStatementRepreparedAfterASchemaChangeIsCheckedAgain(use: String) async throws {
         // Another process redefines a view: SQLite re-prepares the cached
         // untrusted statement inside its step, under the same checks.

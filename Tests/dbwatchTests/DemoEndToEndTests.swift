@@ -126,7 +126,7 @@ struct DemoEndToEndTests {
         }
     }
 
-    @Test(.enabled(if: Shell.tmux != nil, "tmux is not installed"))
+    @Test(RequiredProgram.tmux.trait)
     func theLeaderboardLooksRightInARealTerminal() async throws {
         let tmux = try #require(Shell.tmux)
         let socket = "dbwatch-test-\(UUID().uuidString.prefix(8))"

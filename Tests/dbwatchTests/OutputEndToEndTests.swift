@@ -4,7 +4,7 @@ import Testing
 
 /// Standard output that cannot be written: `/dev/full` is reported (exit
 /// 74), a reader that closed the pipe ends the command quietly by SIGPIPE.
-@Suite("Standard output failures, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("Standard output failures, end to end", RequiredProgram.sqlite3.trait)
 struct OutputEndToEndTests {
     /// What a bash script printed and its status; `$0` in the script is the
     /// `dbwatch` binary. The script must bound its own run (`timeout`).

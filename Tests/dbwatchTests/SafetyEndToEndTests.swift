@@ -5,7 +5,7 @@ import Testing
 /// User SQL is untrusted: `watch` and `explain` refuse everything but reads,
 /// stop runaway queries, and create or change no file, whatever the SQL or
 /// the path.
-@Suite("Untrusted SQL and bad databases, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("Untrusted SQL and bad databases, end to end", RequiredProgram.sqlite3.trait)
 struct SafetyEndToEndTests {
     /// A database in rollback-journal mode (no -wal or -shm files appear
     /// when it is read).

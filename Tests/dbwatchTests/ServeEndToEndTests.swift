@@ -8,7 +8,7 @@ import Testing
 
 /// `dbwatch serve` run as a separate process, read with a real HTTP client,
 /// while the stock `sqlite3` shell writes the database from another process.
-@Suite("dbwatch serve, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch serve, end to end", RequiredProgram.sqlite3.trait)
 struct ServeEndToEndTests {
     static let top = "top=SELECT name, score FROM player ORDER BY score DESC, name LIMIT :n"
     static let teams = "teams=SELECT team, sum(score) AS total FROM player GROUP BY team ORDER BY team"

@@ -4,7 +4,7 @@ import DBWatchTestSupport
 
 /// The page of `dbwatch serve` in headless Chromium, the database written
 /// by the stock `sqlite3` shell.
-@Suite("dbwatch serve's page in a browser", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch serve's page in a browser", RequiredProgram.sqlite3.trait, RequiredProgram.chromium.trait)
 struct ServePageTests {
     /// The texts of the cells of query `name`'s table matching `selector`, joined with commas.
     static func cells(_ name: String, _ selector: String = "td") -> String {

@@ -5,7 +5,7 @@ import Testing
 /// `dbwatch serve` against DNS rebinding: a request that names another host
 /// (a page whose name an attacker rebound to 127.0.0.1) reads nothing and
 /// runs no query; the names the server is reached by work.
-@Suite("dbwatch serve answers only its own names", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch serve answers only its own names", RequiredProgram.sqlite3.trait)
 struct ServeTrustedHostEndToEndTests {
     private let served = ServeEndToEndTests()
 

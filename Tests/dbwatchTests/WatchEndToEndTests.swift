@@ -4,7 +4,7 @@ import DBWatchTestSupport
 
 /// `dbwatch watch` run as a separate process against databases that the
 /// stock `sqlite3` shell writes from yet another process.
-@Suite("dbwatch watch, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch watch, end to end", RequiredProgram.sqlite3.trait)
 struct WatchEndToEndTests {
     /// A database with three players, written by `sqlite3`.
     func makePlayers(in scratch: TemporaryDirectory, wal: Bool = false) throws -> String {

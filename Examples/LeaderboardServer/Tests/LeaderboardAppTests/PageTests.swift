@@ -1,6 +1,6 @@
 import Testing
 
-@Suite("The leaderboard page in a browser")
+@Suite("The leaderboard page in a browser", .enabled(if: HeadlessChromium.testsRun, HeadlessChromium.skipReason))
 struct PageTests {
     /// The names shown on the page, in order, joined with commas.
     static let shownNames = ##"Array.from(document.querySelectorAll("#board .name"), (e) => e.textContent).join(",")"##

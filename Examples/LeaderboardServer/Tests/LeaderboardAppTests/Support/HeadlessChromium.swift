@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Testing
 import HummingbirdWSClient
 import Logging
 import Synchronization
@@ -94,6 +95,17 @@ enum HeadlessChromium {
         }
         return try result.get()
     }
+
+    /// Whether the page tests run: `chromium` is installed, or
+    /// `DBWATCH_TESTS_REQUIRE_ALL=1` (set by the repository's `.ci/run`)
+    /// makes them run and fail without it.
+    static var testsRun: Bool {
+        (try? executablePath()) != nil || ProcessInfo.processInfo.environment["DBWATCH_TESTS_REQUIRE_ALL"] == "1"
+    }
+
+    /// Why the page tests are skipped, and how to run them.
+    static let skipReason: Comment =
+        "`chromium` is not installed (the page tests drive a headless browser): install it with `apt-get install -y chromium`; DBWATCH_TESTS_REQUIRE_ALL=1 runs them anyway"
 
     /// The `chromium` executable in PATH.
     static func executablePath() throws -> String {
