@@ -95,6 +95,49 @@ struct TrustedHostTests {
         }
     }
 
+    @Test func oddHeadersAreRefusedWithoutStoppingTheServer() async throws {
+        try await withTimeout {
+            try await LiveServer.with(trustedHosts: []) { server in
+                let port = server.port
+                func request(_ method: String, _ headers: String, body: String = "") -> String {
+                    "\(method) /players/eve/5 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(headers)"
+                        + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+                }
+                // An empty media type, with a body: a 415, not a crash.
+                for contentType in ["Content-Type:\r\n", "Content-Type: ;\r\n", "Content-Type: ;charset=utf-8\r\n"] {
+                    let answer = try await rawHTTPExchange(port: port, request("POST", contentType, body: "{}"))
+                    #expect(answer.status == 415, "\(contentType)")
+                    #expect(answer.header("x-content-type-options") == "nosniff")
+                }
+                // Any method but GET, HEAD, OPTIONS and TRACE is a write.
+                let propfind = try await rawHTTPExchange(
+                    port: port, request("PROPFIND", "Origin: http://evil.example\r\n"))
+                #expect(propfind.status == 403)
+                // `websocket` among other Upgrade tokens is still an upgrade.
+                let upgrade = try await rawHTTPExchange(
+                    port: port,
+                    "GET /top/socket HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: http://evil.example\r\n"
+                        + "Upgrade: foo, WebSocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                        + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+                #expect((400..<500).contains(upgrade.status))
+                let emptyHost = try await rawHTTPExchange(
+                    port: port, "GET /top HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
+                #expect(emptyHost.status == 400)
+                let badPort = try await rawHTTPExchange(
+                    port: port, "GET /top HTTP/1.1\r\nHost: localhost:99999\r\nConnection: close\r\n\r\n")
+                #expect(badPort.status == 403)
+                // Still serving.
+                let answer = try await rawHTTPExchange(
+                    port: port, "GET /top?limit=1 HTTP/1.1\r\nHost: localhost:\(port)\r\nConnection: close\r\n\r\n")
+                #expect(answer.status == 200)
+                let names = try await server.database.read { db in
+                    try db.fetchAll(String.self, sql: "SELECT name FROM player ORDER BY name")
+                }
+                #expect(names == ["arthur", "barbara"])
+            }
+        }
+    }
+
     @Test func aCrossSiteWriteIsRefusedBeforeTheRouteRuns() async throws {
         try await withTimeout {
             try await LiveServer.with(trustedHosts: []) { server in
@@ -161,5 +204,8 @@ struct TrustedHostNameTests {
         #expect(hosts.allows(authority: "db.internal"))
         #expect(!hosts.allows(authority: "notinternal"))
         #expect(TrustedHosts(["*"]).allows(authority: "anything.example"))
+        // Starlette's form of a domain.
+        #expect(TrustedHosts(["*.example.com"]).allows(authority: "a.example.com"))
+        #expect(!TrustedHosts(["*.example.com"]).allows(authority: "evil.com"))
     }
 }

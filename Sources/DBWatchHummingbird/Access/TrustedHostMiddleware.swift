@@ -65,7 +65,13 @@ public struct TrustedHostMiddleware<Context: RequestContext>: RouterMiddleware {
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         if let refusal = rules.refusal(of: request) { return refusal.response }
-        var response = try await next(request, context)
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            // Hummingbird's own answers (a 404 without a route) get the same fields.
+            response = try error.response(from: request, context: context)
+        }
         // Another site's page that embeds a route (`<script src>`, `<img>`) gets nothing.
         for (name, value) in TrustedRequestRules.answerFields where response.headers[name] == nil {
             response.headers[name] = value
@@ -106,7 +112,7 @@ struct TrustedRequestRules: Sendable {
     /// Why `request` is refused, if it is.
     func refusal(of request: Request) -> HostRefusal? {
         // NIO gives the first Host as the authority and leaves any other in the fields.
-        guard let authority = request.head.authority, request.headers[Self.host] == nil else {
+        guard let authority = request.head.authority, !authority.isEmpty, request.headers[Self.host] == nil else {
             return HostRefusal(.badRequest, "a request names its host in exactly one Host header")
         }
         guard hosts.allows(authority: authority) else {
@@ -115,8 +121,9 @@ struct TrustedRequestRules: Sendable {
                 "this server does not answer to the host \(Self.shown(authority)); "
                     + "its operator can allow the name (DNS rebinding protection)")
         }
-        let isUpgrade = request.headers[.upgrade]?.lowercased() == "websocket"
-        let isWrite = Self.writeMethods.contains(request.method)
+        let isUpgrade = Self.isWebSocketUpgrade(request)
+        // Every method but the safe ones, as Django's and Starlette's CSRF checks count them.
+        let isWrite = !Self.safeMethods.contains(request.method)
         guard isUpgrade || (isWrite && writes != .unchecked) else { return nil }
         if let origin = request.headers[.origin], !isSameOrigin(origin, authority: authority) {
             return HostRefusal(
@@ -135,33 +142,47 @@ struct TrustedRequestRules: Sendable {
         (HTTPField.Name("Cross-Origin-Resource-Policy")!, "same-origin"),
         (HTTPField.Name("X-Content-Type-Options")!, "nosniff"),
     ]
-    private static let writeMethods: Set<HTTPRequest.Method> = [.post, .put, .patch, .delete]
+    private static let safeMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
+    private static let webSocketKey = HTTPField.Name("Sec-WebSocket-Key")!
+
+    /// Whether `request` asks for a WebSocket: `websocket` among its
+    /// `Upgrade` tokens (as NIO's upgrader reads them), or a WebSocket key.
+    private static func isWebSocketUpgrade(_ request: Request) -> Bool {
+        if request.headers[webSocketKey] != nil { return true }
+        return request.headers[values: .upgrade].contains { value in
+            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "websocket" }
+        }
+    }
 
     private func isSameOrigin(_ origin: String, authority: String) -> Bool {
         guard let origin = Self.normalizedOrigin(origin) else { return false }
         if allowedOrigins.contains(origin) { return true }
-        // `http://HOST[:PORT]` against the Host the browser sent (which omits a default port).
+        // The origin's `HOST[:PORT]` against the Host the browser sent (which
+        // omits a default port). Not the scheme: behind a proxy that ends TLS
+        // the page is https and this connection http.
         guard let separator = origin.range(of: "://") else { return false }
         let scheme = origin[..<separator.lowerBound]
         let defaultPort = scheme == "https" ? ":443" : ":80"
-        var originAuthority = String(origin[separator.upperBound...])
         var hostAuthority = authority.lowercased()
-        if originAuthority.hasSuffix(defaultPort) { originAuthority.removeLast(defaultPort.count) }
         if hostAuthority.hasSuffix(defaultPort) { hostAuthority.removeLast(defaultPort.count) }
-        return originAuthority == hostAuthority
+        return origin[separator.upperBound...] == hostAuthority
     }
 
-    /// `scheme://host[:port]` in lower case, or nil for `null` and anything
-    /// that is not an origin.
-    private static func normalizedOrigin(_ origin: String) -> String? {
-        let origin = origin.lowercased()
+    /// `scheme://host[:port]` in lower case, without a default port, or nil
+    /// for `null` and anything that is not an origin. A final `/` is
+    /// dropped (browsers send none; people write one).
+    static func normalizedOrigin(_ origin: String) -> String? {
+        var origin = origin.lowercased()
+        if origin.hasSuffix("/") { origin.removeLast() }
         guard let separator = origin.range(of: "://") else { return nil }
         let scheme = origin[..<separator.lowerBound]
-        let authority = origin[separator.upperBound...]
+        var authority = String(origin[separator.upperBound...])
         guard scheme == "http" || scheme == "https", !authority.isEmpty, !authority.contains("/"),
-            TrustedHosts.host(ofAuthority: String(authority)) != nil
+            TrustedHosts.host(ofAuthority: authority) != nil
         else { return nil }
-        return origin
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        if authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
+        return "\(scheme)://\(authority)"
     }
 
     private static func hasBody(_ request: Request) -> Bool {
@@ -172,8 +193,7 @@ struct TrustedRequestRules: Sendable {
 
     private static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1)[0]
-            .trimmingCharacters(in: .whitespaces).lowercased()
+        let mediaType = contentType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }
 
@@ -197,8 +217,10 @@ struct HostRefusal: Sendable {
     }
 
     var response: Response {
-        Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        for (name, value) in TrustedRequestRules.answerFields { headers[name] = value }
+        return Response(
+            status: status, headers: headers,
             body: ResponseBody(byteBuffer: ErrorBody(message: message, code: nil).json))
     }
 }

@@ -36,16 +36,34 @@ public struct TrustedHosts: Sendable, Hashable {
     /// ```swift
     /// let hosts = TrustedHosts(["app.example.com", ".internal.example.com"])
     /// ```
+    ///
+    /// A name that is none of these forms (`http://app.example.com`,
+    /// `app.example.com:8080`) is a programming error, stopped at once
+    /// rather than never matching; `*.example.com` is read as `.example.com`.
     public init(_ names: [String] = []) {
-        patterns = names.compactMap { name in
-            let name = Self.normalized(name)
+        patterns = names.map { name in
+            var name = Self.normalized(name)
             if name == "*" { return .any }
-            if name.hasPrefix(".") {
-                let domain = String(name.dropFirst())
-                return domain.isEmpty ? nil : .domain(domain)
-            }
-            return name.isEmpty ? nil : .exactly(name)
+            if name.hasPrefix("*.") { name.removeFirst() }
+            let bare = name.hasPrefix(".") ? String(name.dropFirst()) : name
+            precondition(
+                Self.isName(bare),
+                "TrustedHosts: \(name) is not a host name (give app.example.com, .example.com or *, "
+                    + "without scheme, port or path)")
+            return name.hasPrefix(".") ? .domain(bare) : .exactly(bare)
         }
+    }
+
+    /// Whether `name` is a host name or an IP address: letters, digits, `-`,
+    /// `_` and `.`, or an IPv6 address.
+    static func isName(_ name: String) -> Bool {
+        if isIPv6Address(name) { return true }
+        return !name.isEmpty && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "."
+                        || scalar == "_")
+            }
     }
 
     /// Whether a request whose `Host` is `authority` (`name`, `name:port`,
@@ -97,15 +115,12 @@ public struct TrustedHosts: Sendable, Hashable {
             let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             host = parts[0]
             port = parts.count > 1 ? parts[1] : nil
-            let allowed = host.unicodeScalars.allSatisfy { scalar in
-                scalar.isASCII
-                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-"
-                        || scalar == "." || scalar == "_")
-            }
-            guard allowed else { return nil }
+            guard isName(String(host)) else { return nil }
         }
         if let port {
-            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            guard port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(port),
+                number <= 65_535
+            else { return nil }
         }
         return host.isEmpty ? nil : String(host)
     }

@@ -135,11 +135,17 @@ struct ServeCommand: AsyncParsableCommand {
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts)
         let host = host
+        let allowedHosts = allowedHosts
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
                 Output.standardError(
                     "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
                         + "anyone who can reach it can read these queries' values (no authentication, no TLS)\n")
+            }
+            if allowedHosts.contains("*") {
+                Output.standardError(
+                    "dbwatch: warning: --allow-host * answers requests for any name: a web page whose name is "
+                        + "rebound to this machine can read these queries (use it behind a proxy that checks names)\n")
             }
             Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
         }
