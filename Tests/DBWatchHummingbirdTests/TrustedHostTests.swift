@@ -89,6 +89,9 @@ struct TrustedHostTests {
                 let own = try await rawHTTPExchange(
                     port: server.port, upgrade(origin: "http://127.0.0.1:\(server.port)"))
                 #expect(own.status == 101)
+                // What HummingbirdWSClient sends; browsers never send a ws: origin.
+                let clientOrigin = try await rawHTTPExchange(port: server.port, upgrade(origin: "ws://127.0.0.1"))
+                #expect(clientOrigin.status == 101)
                 let noOrigin = try await rawHTTPExchange(port: server.port, upgrade(origin: nil))
                 #expect(noOrigin.status == 101)
             }

@@ -28,9 +28,11 @@ import Hummingbird
 /// Every answer it lets through gets `Cross-Origin-Resource-Policy:
 /// same-origin` and `X-Content-Type-Options: nosniff` (unless the route set
 /// them), so that another site's page cannot embed a route's JSON as a
-/// script or an image. Each refusal is a JSON body `{"message"}`. Requests without `Origin`
-/// (command-line clients, server-to-server calls) are not cross-site and
-/// pass the `Origin` checks; the `Host` check applies to every request.
+/// script or an image. Each refusal is a JSON body `{"message"}`.
+///
+/// Requests without `Origin` (command-line clients, server-to-server calls),
+/// or with one no browser sends (`ws://…`), are not cross-site and pass the
+/// `Origin` checks; the `Host` check applies to every request.
 public struct TrustedHostMiddleware<Context: RequestContext>: RouterMiddleware {
     /// What the middleware checks.
     let rules: TrustedRequestRules
@@ -125,7 +127,9 @@ struct TrustedRequestRules: Sendable {
         // Every method but the safe ones, as Django's and Starlette's CSRF checks count them.
         let isWrite = !Self.safeMethods.contains(request.method)
         guard isUpgrade || (isWrite && writes != .unchecked) else { return nil }
-        if let origin = request.headers[.origin], !isSameOrigin(origin, authority: authority) {
+        if let origin = request.headers[.origin], !Self.isNonBrowserOrigin(origin),
+            !isSameOrigin(origin, authority: authority)
+        {
             return HostRefusal(
                 .forbidden,
                 "a page of \(Self.shown(origin)) may not \(isUpgrade ? "open a WebSocket on" : "write to") this server")
@@ -183,6 +187,14 @@ struct TrustedRequestRules: Sendable {
         let defaultPort = scheme == "https" ? ":443" : ":80"
         if authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
         return "\(scheme)://\(authority)"
+    }
+
+    /// Whether `origin` is one no browser sends: `ws://…` and `wss://…`,
+    /// which some WebSocket clients (HummingbirdWSClient among them) send
+    /// as their own; such a client could as well send no `Origin`.
+    private static func isNonBrowserOrigin(_ origin: String) -> Bool {
+        let origin = origin.lowercased()
+        return origin.hasPrefix("ws://") || origin.hasPrefix("wss://")
     }
 
     private static func hasBody(_ request: Request) -> Bool {
