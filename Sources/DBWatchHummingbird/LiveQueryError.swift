@@ -13,6 +13,7 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
         case shuttingDown
         case databaseClosed
         case databaseReplaced
+        case tooManyObservations
     }
 
     private let code: Code
@@ -61,6 +62,18 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     public static let databaseReplaced = LiveQueryError(
         code: .databaseReplaced, message: "the database file was replaced or deleted")
 
+    /// The server already runs ``LiveQueriesConfiguration/maxObservations``
+    /// shared observations and this request would start one more: 503 with
+    /// `Retry-After`. Streams already open go on; a request equal to one
+    /// already observed (in the same scope) still joins it.
+    ///
+    /// ```swift
+    /// catch let error as LiveQueryError where error == .tooManyObservations { … }
+    /// ```
+    public static let tooManyObservations = LiveQueryError(
+        code: .tooManyObservations,
+        message: "too many distinct live queries at once: retry later, or ask for one that is already observed")
+
     /// The message.
     ///
     /// ```swift
@@ -69,4 +82,7 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { message }
 
     var isBadRequest: Bool { code == .badRequest }
+
+    /// Whether the client may retry the same request later (a 503 with `Retry-After`).
+    var isRetryable: Bool { code == .tooManyObservations }
 }
