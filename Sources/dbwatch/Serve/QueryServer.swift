@@ -48,12 +48,14 @@ final class QueryServer: Sendable {
     let logsClients: Bool
     /// What the page shows as its title (the database's file name).
     let title: String
+    /// The cap on connections and what each may hold.
+    let connections: ServeConnections
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
-        title: String
+        title: String, connections: ServeConnections = ServeConnections()
     ) {
         self.live = live
         self.queries = queries
@@ -62,6 +64,7 @@ final class QueryServer: Sendable {
         self.maxClients = maxClients
         self.logsClients = logsClients
         self.title = title
+        self.connections = connections
     }
 
     /// Streams open now.
@@ -75,7 +78,8 @@ final class QueryServer: Sendable {
     ) -> some ApplicationProtocol {
         Application(
             router: makeRouter(),
-            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            server: connections.server,
+            configuration: connections.configuration(host: host, port: port, logger: logger),
             services: [live],
             onServerRunning: { channel in await onListening(channel.localAddress) },
             logger: logger)
