@@ -45,11 +45,11 @@ struct ParameterBoundTests {
         for bad in ["90.5", "nan", "inf", "x", "1e999"] {
             #expect(throws: LiveQueryError.self, "\(bad)") { _ = try real.value(from: bad) }
         }
-        let text = try ParameterBound.parse("find.name=text:3")
-        #expect(try text.value(from: "abc") == .text("abc"))
+        let text = try ParameterBound.parse("find.name=text:4")
+        #expect(try text.value(from: "abcd") == .text("abcd"))
         #expect(try text.value(from: "007") == .text("007"))
         #expect(try text.value(from: "NULL") == .text("NULL"))
-        #expect(throws: LiveQueryError.self) { _ = try text.value(from: "abcd") }
+        #expect(throws: LiveQueryError.self) { _ = try text.value(from: "abcde") }
     }
 
     @Test func aQueryTakesItsBoundsInsteadOfTheArgTyping() throws {
