@@ -58,7 +58,8 @@ struct ServeCommand: AsyncParsableCommand {
 
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
             --host says otherwise (any other address is a warning on standard error: there is no \
-            authentication). Each query runs once at start (its parameters bound to 0) under the \
+            authentication). Each query runs once at start (its parameters bound to 0, or to the value \
+            nearest 0 that --param allows) under the \
             rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
             (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
             name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
