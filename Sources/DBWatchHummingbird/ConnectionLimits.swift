@@ -19,7 +19,7 @@ import NIOCore
 /// let app = Application(
 ///     router: router,
 ///     server: .http1(limits: limits),
-///     configuration: .init(availableConnectionsDelegate: .maximum(10_000, logger: logger)),   // at most 10,000 open
+///     configuration: .init(availableConnectionsDelegate: MaximumAvailableConnections(10_000, logger: logger)),
 ///     services: [live])
 /// ```
 ///
@@ -39,7 +39,7 @@ import NIOCore
 ///   byte that cannot be sent, not from a full send buffer.
 ///
 /// The number of open connections is the application's: Hummingbird's
-/// `availableConnectionsDelegate` (`.maximum(n, logger:)`) stops accepting
+/// `availableConnectionsDelegate` (`MaximumAvailableConnections(n, logger:)`) stops accepting
 /// past `n`; the kernel queues the next ones (the listen backlog) until a
 /// connection closes.
 public struct ConnectionLimits: Sendable {
