@@ -74,7 +74,8 @@ extension LiveQueries {
                     let observation: SharedObservation
                     do {
                         observation = try subscribe(
-                            client, to: request, scope: scope, logger: logger, encode: Self.encodeJSON)
+                            client, to: request, scope: scope, logger: logger,
+                            replacing: subscription.observation.withLock { $0 }, encode: Self.encodeJSON)
                     } catch {
                         // Past the cap: an error message; the connection and its
                         // current subscription, if any, go on.

@@ -316,10 +316,12 @@ public final class LiveQueries: Service, Sendable {
     /// Subscribes `client` to the shared observation of `request` in
     /// `scope`, starting it for the first client; throws
     /// ``LiveQueryError/tooManyObservations`` when that would make more than
-    /// ``LiveQueriesConfiguration/maxObservations``.
+    /// ``LiveQueriesConfiguration/maxObservations``. An observation the
+    /// client is about to leave (`replacing`, a WebSocket's previous
+    /// request), of which it is the only client, does not count.
     func subscribe<R: Queryable>(
         _ client: ClientMailbox, to request: R, scope: (any Hashable & Sendable)?, logger: Logger,
-        encode: @escaping @Sendable (R.Value) throws -> Data
+        replacing previous: SharedObservation? = nil, encode: @escaping @Sendable (R.Value) throws -> Data
     ) throws(LiveQueryError) -> SharedObservation {
         let key = SharingKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
         // Attached under the registry's lock: the last client of a shared
@@ -329,7 +331,8 @@ public final class LiveQueries: Service, Sendable {
                 return (observation, false, observation.attach(client))
             }
             // A finished observation still listed is replaced: it does not count twice.
-            let others = state.observations.count - (state.observations[key] == nil ? 0 : 1)
+            var others = state.observations.count - (state.observations[key] == nil ? 0 : 1)
+            if let previous, state.observations[previous.key] === previous, previous.hasOnly(client) { others -= 1 }
             guard others < configuration.maxObservations else { return nil }
             let observation = SharedObservation(key: key)
             state.observations[key] = observation

@@ -116,6 +116,32 @@ struct ObservationCapTests {
         }
     }
 
+    @Test func aWebSocketAloneOnItsObservationMaySwitchRequestsAtTheCap() async throws {
+        try await withTimeout {
+            try await LiveServer.with(configuration: capped(1)) { server in
+                var logger = Logger(label: "ws-client")
+                logger.logLevel = .error
+                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/top/socket", logger: logger) {
+                    inbound, outbound, _ in
+                    var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                    func next() async throws -> SocketMessage {
+                        guard case .text(let text) = try await messages.next() else { throw EventStream.EndOfStream() }
+                        return try JSONDecoder().decode(SocketMessage.self, from: Data(text.utf8))
+                    }
+                    try await outbound.write(.text(#"{"limit":1}"#))
+                    #expect(try await next().value == [Player(name: "arthur", score: 100)])
+                    // Its own observation, which it leaves, does not count.
+                    try await outbound.write(.text(#"{"limit":2}"#))
+                    let switched = try await next()
+                    #expect(switched.type == "value")
+                    #expect(switched.value?.count == 2)
+                    try await outbound.close(.normalClosure, reason: nil)
+                }
+                try await waitUntil { server.live.statistics.observations == 0 }
+            }
+        }
+    }
+
     /// The status of a request, its body read and dropped.
     private func fetchStatus(_ url: String) async throws -> Int {
         let stream = try await EventStream.open(url)

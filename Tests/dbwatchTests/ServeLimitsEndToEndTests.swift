@@ -141,7 +141,9 @@ struct ServeLimitsEndToEndTests {
     func connectionsPastMaxConnectionsWaitUntilOneCloses() async throws {
         try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
-            let served = try await serve(path, ["--query", Self.top, "--max-connections", "2"])
+            // A request timeout far longer than the test: the held connections stay open.
+            let served = try await serve(
+                path, ["--query", Self.top, "--max-connections", "2", "--request-timeout", "600"])
             defer { served.run.kill() }
             var held: [TCPTestSocket] = []
             for _ in 0..<2 {
