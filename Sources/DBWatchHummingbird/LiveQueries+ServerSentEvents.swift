@@ -26,7 +26,11 @@ extension LiveQueries {
     ///   while idle.
     /// - Graceful shutdown ends the stream with `event: end`
     ///   (`{"reason":"shutdown"}`); so does a closed database, after its error.
-    /// - Refused with a JSON 503 when the server shuts down or the database is closed.
+    /// - Refused with a JSON 503 when the server shuts down or the database
+    ///   is closed, and with a 503 and `Retry-After` when it would start more
+    ///   than ``LiveQueriesConfiguration/maxObservations`` shared observations
+    ///   (if the cap fills between the answer's head and its first event, the
+    ///   stream is an `error` event then `event: end`).
     ///
     /// - Parameters:
     ///   - request: the observed request; its value is encoded as JSON once per change.
@@ -71,7 +75,9 @@ extension LiveQueries {
         scope: (any Hashable & Sendable)?,
         encode: @escaping @Sendable (R.Value) throws -> Data
     ) -> Response {
-        if let refusal = refusal(for: request, logger: context.logger) { return refusal }
+        if let refusal = admission(of: request, scope: scope) {
+            return errorResponse(refusal, request: request, logger: context.logger)
+        }
         let skipDigest = httpRequest.headers[Self.lastEventID].flatMap(Frame.digest(ofEventID:))
         let logger = context.logger
         let headers: HTTPFields = [
@@ -89,7 +95,16 @@ extension LiveQueries {
                     return
                 }
                 defer { unregister(client) }
-                let observation = subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
+                let observation: SharedObservation
+                do {
+                    observation = try subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
+                } catch {
+                    // Refused after the 200 went out (the cap filled in between): the error, then the end.
+                    try await writer.write(Frame.error(ErrorBody(error)).serverSentEvent)
+                    try await writer.write(Frame.end(reason: "too many observations").serverSentEvent)
+                    try await writer.finish(nil)
+                    return
+                }
                 defer { unsubscribe(client, from: observation) }
                 logger.debug("Live query client connected", metadata: ["request": "\(request)"])
                 let box = WriterBox(writer)
@@ -120,10 +135,6 @@ extension LiveQueries {
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
     static let accelBuffering = HTTPField.Name("X-Accel-Buffering")!
-
-    func refusal(for request: some Queryable, logger: Logger) -> Response? {
-        refusal().map { errorResponse($0, request: request, logger: logger) }
-    }
 }
 
 /// The response writer, handed to the child task that writes while the

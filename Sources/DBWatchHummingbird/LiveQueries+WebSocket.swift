@@ -20,8 +20,10 @@ extension LiveQueries {
     ///
     /// Messages from the server, one JSON object each: `{"type":"value",
     /// "version", "value"}`, `{"type":"error","error":{"message","code"}}`
-    /// (a failing fetch, or parameters that do not decode: the connection
-    /// stays open), and `{"type":"end","reason"}` before the server closes
+    /// (a failing fetch, parameters that do not decode, or a request that
+    /// would start more than ``LiveQueriesConfiguration/maxObservations``
+    /// shared observations: the connection and its current subscription stay
+    /// open), and `{"type":"end","reason"}` before the server closes
     /// the connection (shutdown, closed database).
     ///
     /// - Parameters:
@@ -134,8 +136,18 @@ extension LiveQueries {
                         client.offerDirect(.error(ErrorBody(refusal: error)))
                         continue
                     }
-                    let observation = subscribe(
-                        client, to: observed, scope: scope, logger: logger, encode: Self.encodeJSON)
+                    let observation: SharedObservation
+                    do {
+                        observation = try subscribe(
+                            client, to: observed, scope: scope, logger: logger,
+                            replacing: subscription.observation.withLock { $0 }, encode: Self.encodeJSON)
+                    } catch {
+                        // Past the cap: an error message; the connection and its
+                        // current subscription, if any, go on.
+                        logger.debug("Live query WebSocket request refused", metadata: ["request": "\(observed)"])
+                        client.offerDirect(.error(ErrorBody(error)))
+                        continue
+                    }
                     let previous = subscription.observation.withLock { current in
                         defer { current = observation }
                         return current

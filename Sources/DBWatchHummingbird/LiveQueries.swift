@@ -259,6 +259,7 @@ public final class LiveQueries: Service, Sendable {
         let status: HTTPResponse.Status
         if let error = error as? LiveQueryError {
             status = error.status
+            if error.isRetryable { headers[.retryAfter] = "\(configuration.retryAfterSeconds)" }
         } else if error is DecodingError {
             status = .badRequest
         } else if error is DatabaseFileReplacedError {
@@ -298,23 +299,50 @@ public final class LiveQueries: Service, Sendable {
 
     // MARK: - Sharing
 
+    /// Whether a stream of `request` in `scope` would be refused now: the
+    /// answer before a stream starts (``subscribe(_:to:scope:logger:encode:)``
+    /// decides again, under the same lock, when it starts).
+    func admission(of request: some Queryable, scope: (any Hashable & Sendable)?) -> LiveQueryError? {
+        if let refusal = refusal() { return refusal }
+        let key = SharingKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
+        let refused: LiveQueryError? = state.withLock { state in
+            if let observation = state.observations[key], !observation.isFinished { return nil }
+            return state.observations.count < configuration.maxObservations ? nil : .tooManyObservations
+        }
+        if refused != nil { counters.observationsRefused.add(1, ordering: .relaxed) }
+        return refused
+    }
+
     /// Subscribes `client` to the shared observation of `request` in
-    /// `scope`, starting it for the first client.
+    /// `scope`, starting it for the first client; throws
+    /// ``LiveQueryError/tooManyObservations`` when that would make more than
+    /// ``LiveQueriesConfiguration/maxObservations``. An observation the
+    /// client is about to leave (`replacing`, a WebSocket's previous
+    /// request), of which it is the only client, does not count.
     func subscribe<R: Queryable>(
         _ client: ClientMailbox, to request: R, scope: (any Hashable & Sendable)?, logger: Logger,
-        encode: @escaping @Sendable (R.Value) throws -> Data
-    ) -> SharedObservation {
+        replacing previous: SharedObservation? = nil, encode: @escaping @Sendable (R.Value) throws -> Data
+    ) throws(LiveQueryError) -> SharedObservation {
         let key = SharingKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
         // Attached under the registry's lock: the last client of a shared
         // observation cannot remove it between the lookup and the attach.
-        let (observation, isNew, initial) = state.withLock { state in
+        let attached: (SharedObservation, Bool, (Frame?, ClientMailbox.Finish?))? = state.withLock { state in
             if let observation = state.observations[key], !observation.isFinished {
                 return (observation, false, observation.attach(client))
             }
+            // A finished observation still listed is replaced: it does not count twice.
+            var others = state.observations.count - (state.observations[key] == nil ? 0 : 1)
+            if let previous, state.observations[previous.key] === previous, previous.hasOnly(client) { others -= 1 }
+            guard others < configuration.maxObservations else { return nil }
             let observation = SharedObservation(key: key)
             state.observations[key] = observation
             return (observation, true, observation.attach(client))
         }
+        guard let attached else {
+            counters.observationsRefused.add(1, ordering: .relaxed)
+            throw .tooManyObservations
+        }
+        let (observation, isNew, initial) = attached
         observation.deliver(initial, to: client)
         if isNew {
             observation.setTask(

@@ -19,6 +19,15 @@ public struct LiveQueriesConfiguration: Sendable {
     /// How long a write to one client may block (the client reads nothing)
     /// before that client is disconnected. 30 s by default.
     ///
+    /// A write blocks only once the connection's buffers are full: the
+    /// kernel's send buffer (megabytes per connection unless limited) and
+    /// NIO's 64 KiB. With small events that can take minutes, and each such
+    /// client pins that much kernel memory meanwhile. Serve through
+    /// ``ConnectionLimits`` (a small send buffer, and
+    /// ``ConnectionLimits/unsentDataTimeout`` set to this value) so that a
+    /// client whose connection takes no bytes for this long is dropped
+    /// whatever the size of events.
+    ///
     /// ```swift
     /// configuration.stalledClientTimeout = .seconds(10)
     /// ```
@@ -47,6 +56,23 @@ public struct LiveQueriesConfiguration: Sendable {
     /// configuration.retryAfterSeconds = 2
     /// ```
     public var retryAfterSeconds = 1
+
+    /// The most shared observations at once: distinct requests (and scopes)
+    /// observed for streaming clients. Each refetches after every commit that
+    /// can change it, so a client looping over parameters (`?n=1`, `?n=2`,
+    /// …) would otherwise make the server fetch once per distinct request
+    /// per commit. Past it, a request that would start one more observation
+    /// is refused with ``LiveQueryError/tooManyObservations`` (503 with
+    /// `Retry-After`; on a WebSocket, an error message and the connection
+    /// stays open); streams already open go on, and a request equal to one
+    /// already observed still joins it. One-shot answers
+    /// (`current(_:context:)`) start no observation and do
+    /// not count. 1,000 by default.
+    ///
+    /// ```swift
+    /// configuration.maxObservations = 200
+    /// ```
+    public var maxObservations = 1_000
 
     /// How the shared observations fetch. No rate limit by default: a value
     /// after every commit that can change it. For a query shared by many

@@ -49,6 +49,13 @@ public struct LiveQueriesStatistics: Sendable, Hashable {
     /// live.statistics.clientsStalled
     /// ```
     public var clientsStalled: Int
+    /// Requests refused because they would have started more than
+    /// ``LiveQueriesConfiguration/maxObservations`` shared observations.
+    ///
+    /// ```swift
+    /// live.statistics.observationsRefused
+    /// ```
+    public var observationsRefused: Int = 0
 }
 
 /// The counters behind ``LiveQueriesStatistics``: relaxed atomics, no lock.
@@ -59,6 +66,7 @@ final class LiveQueriesCounters: Sendable {
     let fetches = Atomic<Int>(0)
     let valuesSkipped = Atomic<Int>(0)
     let clientsStalled = Atomic<Int>(0)
+    let observationsRefused = Atomic<Int>(0)
 
     func sent(_ frame: Frame) {
         switch frame.kind {
@@ -76,6 +84,7 @@ final class LiveQueriesCounters: Sendable {
             errorsSent: errorsSent.load(ordering: .relaxed),
             fetches: fetches.load(ordering: .relaxed),
             valuesSkipped: valuesSkipped.load(ordering: .relaxed),
-            clientsStalled: clientsStalled.load(ordering: .relaxed))
+            clientsStalled: clientsStalled.load(ordering: .relaxed),
+            observationsRefused: observationsRefused.load(ordering: .relaxed))
     }
 }

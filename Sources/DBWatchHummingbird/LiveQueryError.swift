@@ -17,6 +17,7 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
         case shuttingDown
         case databaseClosed
         case databaseReplaced
+        case tooManyObservations
     }
 
     private let code: Code
@@ -74,6 +75,18 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     public static let databaseReplaced = LiveQueryError(
         code: .databaseReplaced, message: "the database file was replaced or deleted")
 
+    /// The server already runs ``LiveQueriesConfiguration/maxObservations``
+    /// shared observations and this request would start one more: 503 with
+    /// `Retry-After`. Streams already open go on; a request equal to one
+    /// already observed (in the same scope) still joins it.
+    ///
+    /// ```swift
+    /// catch let error as LiveQueryError where error == .tooManyObservations { … }
+    /// ```
+    public static let tooManyObservations = LiveQueryError(
+        code: .tooManyObservations,
+        message: "too many distinct live queries at once: retry later, or ask for one that is already observed")
+
     /// The message.
     ///
     /// ```swift
@@ -86,7 +99,10 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
         switch code {
         case .badRequest: .badRequest
         case .forbidden: .forbidden
-        case .shuttingDown, .databaseClosed, .databaseReplaced: .serviceUnavailable
+        case .shuttingDown, .databaseClosed, .databaseReplaced, .tooManyObservations: .serviceUnavailable
         }
     }
+
+    /// Whether the client may retry the same request later (a 503 with `Retry-After`).
+    var isRetryable: Bool { code == .tooManyObservations }
 }

@@ -32,6 +32,11 @@ final class SharedObservation: Sendable {
 
     var isFinished: Bool { state.withLock { $0.finish != nil } }
 
+    /// Whether `client` is this observation's only client.
+    func hasOnly(_ client: ClientMailbox) -> Bool {
+        state.withLock { $0.clients.count == 1 && $0.clients[ObjectIdentifier(client)] != nil }
+    }
+
     /// Adds a client; returns what it must be given at once (the current
     /// frame, the end of a finished observation), to deliver with
     /// ``deliver(_:to:)`` outside the caller's lock.

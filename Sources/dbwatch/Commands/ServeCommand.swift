@@ -36,11 +36,25 @@ struct ServeCommand: AsyncParsableCommand {
 
             Named parameters (:n, @n, $n) come from the query string, typed as --arg types them; a \
             missing, unknown or repeated one is a 400 with a JSON body {"message"}; clients cannot send \
-            SQL. Clients of the same query and parameters share one observation, which ends with its \
-            last client. An unknown query or any other path is a 404 with a JSON body, any other method \
-            than GET a 405; more open \
-            streams than --max-clients a 503. A client holds at most one pending value (the latest); \
-            one that reads nothing for 30 s is disconnected.
+            SQL. Declare each parameter's type and range: --param top.n=integer:1...100 (integer:0..., \
+            real:-90...90, text:64 for at most 64 characters); a value outside is a 400 naming the \
+            parameter. Without it any value is bound, and SQLite reads a negative LIMIT as no limit \
+            (?n=-1 returns every row). Clients of the same query and parameters share one observation, \
+            which ends with its last client. An unknown query or any other path is a 404 with a JSON \
+            body, any other method than GET a 405; more open streams than --max-clients a 503.
+
+            Each distinct request streamed is an observation refetched after every commit that touches \
+            it: past --max-observations (1000) at once, a stream that would start one more is a 503 with \
+            Retry-After (open streams go on; one-shot answers start none). At most --max-connections \
+            connections are open at once, streams or not; the next ones wait in the kernel's queue. A \
+            connection that has not sent a whole request head --request-timeout (10) seconds after \
+            connecting, or after its previous answer, is closed; an open stream is not. Each \
+            connection's socket holds at most about twice --send-buffer (16384) bytes unsent, and a \
+            client that takes no bytes for --stall-timeout (30) seconds is disconnected, however small \
+            the events: the time counts from the first byte its connection does not take (the kernel \
+            checks at its probes, so allow a few seconds more), so 10,000 clients that read nothing \
+            hold at most about 330 MB of the kernel's memory. A client holds at most one pending value \
+            (the latest).
 
             Requests must name the server in Host: localhost (or a name under .localhost), an IP \
             address, the --host value, or a name given with --allow-host. Any other Host is a 403 with \
@@ -49,7 +63,8 @@ struct ServeCommand: AsyncParsableCommand {
 
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
             --host says otherwise (any other address is a warning on standard error: there is no \
-            authentication). Each query runs once at start (its parameters bound to 0) under the \
+            authentication). Each query runs once at start (its parameters bound to 0, or to the value \
+            nearest 0 that --param allows) under the \
             rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
             (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
             name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
@@ -103,6 +118,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var limits: QueryLimits
 
+    @OptionGroup var protections: ServeProtections
+
     func validate() throws {
         if queries.isEmpty { throw ValidationError("Give at least one --query name=SQL.") }
         var names = Set<String>()
@@ -117,6 +134,7 @@ struct ServeCommand: AsyncParsableCommand {
                     + "(app.example.com, .example.com for every name under it, or * for any).")
         }
         if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
+        try protections.validate(queries: queries)
         if !(interval >= 0.01 && interval <= 3600) {
             throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
         }
@@ -126,14 +144,16 @@ struct ServeCommand: AsyncParsableCommand {
         let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server")
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: 4, interrupt: interrupt)
-        let queries = try await Self.check(self.queries, on: pool, limits: limits, interrupt: interrupt)
-        var configuration = LiveQueriesConfiguration()
+        let queries = try await Self.check(
+            protections.applied(to: self.queries), on: pool, limits: limits, interrupt: interrupt)
+        var configuration = protections.applied(to: LiveQueriesConfiguration())
         // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
         configuration.shutdownWriteGrace = .milliseconds(500)
         let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
-            title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts)
+            title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts,
+            connections: protections.connections)
         let host = host
         let allowedHosts = allowedHosts
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
@@ -188,6 +208,11 @@ struct ServeCommand: AsyncParsableCommand {
                         "its parameters come from the URL's query string, so they need names: write :n, not ? or ?1")
                 }
                 query.parameters = names.compactMap { $0 }
+                let declared = Set(query.parameters.map(ServedQuery.bareName))
+                if let unknown = query.bounds.keys.sorted().first(where: { !declared.contains($0) }) {
+                    throw CommandFailure(
+                        .usage, "--param \(query.name).\(unknown): the query has no parameter :\(unknown)")
+                }
                 let request = query.startRequest(limits: limits)
                 query.region = try await interrupt.cancellingOnSignal { try await pool.explain(request).region }
                 query.key = try await interrupt.cancellingOnSignal {

@@ -53,12 +53,14 @@ final class QueryServer: Sendable {
     /// The names besides loopback names and IP addresses that requests may
     /// give as their `Host` (`--host`, `--allow-host`).
     let allowedHosts: [String]
+    /// The cap on connections and what each may hold.
+    let connections: ServeConnections
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
-        title: String, allowedHosts: [String] = []
+        title: String, allowedHosts: [String] = [], connections: ServeConnections = ServeConnections()
     ) {
         self.live = live
         self.queries = queries
@@ -68,6 +70,7 @@ final class QueryServer: Sendable {
         self.logsClients = logsClients
         self.title = title
         self.allowedHosts = allowedHosts
+        self.connections = connections
     }
 
     /// Streams open now.
@@ -81,7 +84,8 @@ final class QueryServer: Sendable {
     ) -> some ApplicationProtocol {
         Application(
             router: makeRouter(),
-            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            server: connections.server,
+            configuration: connections.configuration(host: host, port: port, logger: logger),
             services: [live],
             onServerRunning: { channel in await onListening(channel.localAddress) },
             logger: logger)

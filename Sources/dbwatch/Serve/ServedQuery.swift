@@ -22,6 +22,9 @@ struct ServedQuery: Sendable {
     /// from the fetch at start: the page matches rows by them, as `watch`
     /// does to highlight changed cells. `nil` when the result has none.
     var key: [String]?
+    /// The types and ranges `--param` declares, by parameter name (without
+    /// its prefix); a parameter without one is typed as `--arg` types it.
+    var bounds: [String: ParameterBound] = [:]
 
     /// Parses `--query`'s value, `name=SQL`.
     static func parse(_ argument: String) throws -> ServedQuery {
@@ -111,6 +114,10 @@ struct ServedQuery: Sendable {
                         : "unknown parameter \(key) for query \(name), which takes \(Self.list(names))")
             }
             guard values[key] == nil else { throw LiveQueryError.badRequest("parameter \(key) is given twice") }
+            if let bound = bounds[key] {
+                values[key] = try bound.value(from: String(value))
+                continue
+            }
             guard let argument = SQLArgument(argument: String(value)) else {
                 throw LiveQueryError.badRequest(
                     "parameter \(key): the integer is beyond the 64-bit range; "
@@ -127,10 +134,14 @@ struct ServedQuery: Sendable {
     }
 
     /// The request run at start: every parameter bound to 0, a value most
-    /// SQL accepts (`LIMIT 0`, `score > 0`).
+    /// SQL accepts (`LIMIT 0`, `score > 0`), or the value nearest 0 within
+    /// its `--param` bound.
     func startRequest(limits: QueryLimits) -> WatchedQuery {
         var values: [String: DatabaseValue] = [:]
-        for parameter in parameters { values[Self.bareName(parameter)] = .integer(0) }
+        for parameter in parameters {
+            let name = Self.bareName(parameter)
+            values[name] = bounds[name]?.sampleValue ?? .integer(0)
+        }
         return limits.query(sql, arguments: StatementArguments(values))
     }
 
@@ -155,6 +166,8 @@ struct ServedQuery: Sendable {
             "parameters": .array(parameters.map { .string(Self.bareName($0)) }),
             "observes": .object(observes),
             "key": key.map { .array($0.map(JSON.string)) } ?? .null,
+            "bounds": .object(
+                bounds.keys.sorted().map { JSON.Member(key: $0, value: .string(bounds[$0]!.description)) }),
         ])
     }
 }

@@ -3,6 +3,7 @@ import DBWatchHummingbird
 import DBWatchTestSupport
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
@@ -59,13 +60,17 @@ final class LiveServer: Sendable {
         try await running.value
     }
 
-    /// Runs `body` against a new server, then shuts it down gracefully.
+    /// Runs `body` against a new server, then shuts it down gracefully;
+    /// with `limits`, an HTTP/1 server (no WebSocket) whose connections keep
+    /// them, and with `maxConnections`, at most that many open at once.
     static func with<T: Sendable>(
         kind: DatabaseKind = .inMemory,
         configuration: LiveQueriesConfiguration = testConfiguration(),
         logs: LogRecorder? = nil,
         detectsExternalChanges: Bool = false,
         trustedHosts: [String]? = nil,
+        limits: ConnectionLimits? = nil,
+        maxConnections: Int? = nil,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         var logger = logs?.logger(label: "DBWatchHummingbirdTests") ?? Logger(label: "DBWatchHummingbirdTests")
@@ -81,8 +86,11 @@ final class LiveServer: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            // With limits: HTTP/1 alone (the WebSocket builder cannot be wrapped from outside).
+            server: limits.map { .http1(limits: $0) } ?? .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(
+                address: .hostname("127.0.0.1", port: 0),
+                availableConnectionsDelegate: maxConnections.map { MaximumAvailableConnections($0) }),
             services: [live],
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
