@@ -43,8 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
             one that reads nothing for 30 s is disconnected.
 
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
-            --host says otherwise (any other address is a warning on standard error: there is no \
-            authentication). Each query runs once at start (its parameters bound to 0) under the \
+            --host says otherwise. Any other address needs --auth-token-file or --auth-jwt-secret-file, \
+            or --no-auth to serve anyone who can reach it (otherwise exit 64). Each query runs once at start (its parameters bound to 0) under the \
             rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
             (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
             name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
@@ -54,6 +54,22 @@ struct ServeCommand: AsyncParsableCommand {
             The address is printed on standard output once the server listens. One line per client \
             connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
             stream with `event: end` and exits 0 within 2 s.
+
+            Access. With --auth-token-file or --auth-jwt-secret-file, every request (the page, /queries, \
+            the values and the streams) needs a token before any query runs: Authorization: Bearer \
+            TOKEN, or the cookie dbwatch_token that GET /?token=TOKEN sets (HttpOnly, SameSite=Strict) \
+            before it replaces the address with the same one without the token; the page's streams use \
+            the cookie. Without a valid token: 401 with WWW-Authenticate: Bearer and a JSON body. Tokens \
+            are compared in constant time; the cookie holds a digest of the token, not the token. A JWT \
+            (HS256 secret, or RS256 with an RSA public key in PEM) must have exp in the future (and nbf, \
+            if present, in the past); its claims fill the parameters named :auth_CLAIM (WHERE owner = \
+            :auth_sub), which a query string can never set (400), and a JWT without a claim a query \
+            needs is a 403. Clients with equal claims and parameters share one observation: a token is \
+            checked once per request, never per commit. SIGHUP re-reads both files (a file that cannot \
+            be used keeps the previous one, with a line on standard error) instead of stopping the \
+            server. A missing or unreadable file exits 66, one without a token or a usable key 64, and \
+            so does a query with :auth_ parameters without --auth-jwt-secret-file. There is no TLS: put \
+            a TLS proxy in front of a server reachable beyond this machine.
 
             \(ExitStatus.helpText)
             """
@@ -90,6 +106,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var limits: QueryLimits
 
+    @OptionGroup(title: "Access") var access: AccessOptions
+
     func validate() throws {
         if queries.isEmpty { throw ValidationError("Give at least one --query name=SQL.") }
         var names = Set<String>()
@@ -98,6 +116,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
         if host.isEmpty { throw ValidationError("--host is empty.") }
+        try access.validate(host: host)
         if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
         if !(interval >= 0.01 && interval <= 3600) {
             throw ValidationError("--interval must be between 0.01 and 3600 seconds.")
@@ -105,23 +124,34 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server")
+        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server", hangUp: !access.isConfigured)
+        let hangUps = access.isConfigured ? HangUpSignal() : nil
+        let serveAccess = try await access.load()
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: 4, interrupt: interrupt)
         let queries = try await Self.check(self.queries, on: pool, limits: limits, interrupt: interrupt)
+        do { try access.check(queries) } catch {
+            await pool.close()
+            throw error
+        }
         var configuration = LiveQueriesConfiguration()
         // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
         configuration.shutdownWriteGrace = .milliseconds(500)
         let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
-            title: URL(fileURLWithPath: database).lastPathComponent)
+            title: URL(fileURLWithPath: database).lastPathComponent, access: serveAccess)
         let host = host
+        let reloading = hangUps.map { hangUps in Task { await serveAccess.reloadOnEach(of: hangUps.events) } }
+        defer { reloading?.cancel() }
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
                 Output.standardError(
-                    "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
-                        + "anyone who can reach it can read these queries' values (no authentication, no TLS)\n")
+                    serveAccess.isRequired
+                        ? "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine, "
+                            + "without TLS: put a TLS proxy in front so tokens do not cross the network in clear\n"
+                        : "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
+                            + "anyone who can reach it can read these queries' values (--no-auth, no TLS)\n")
             }
             Output.standardOutput("Serving \(CellText.sanitized(database)) at \(address)\n")
         }

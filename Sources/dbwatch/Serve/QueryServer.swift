@@ -14,6 +14,8 @@ struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The client's address.
     let remoteAddress: SocketAddress?
+    /// Who the client is, once ``AccessMiddleware`` authenticated it.
+    var identity = ServeAccess.Identity.anonymous
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -48,12 +50,14 @@ final class QueryServer: Sendable {
     let logsClients: Bool
     /// What the page shows as its title (the database's file name).
     let title: String
+    /// Who may read (``AccessMiddleware``).
+    let access: ServeAccess
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
-        title: String
+        title: String, access: ServeAccess = .open
     ) {
         self.live = live
         self.queries = queries
@@ -62,6 +66,7 @@ final class QueryServer: Sendable {
         self.maxClients = maxClients
         self.logsClients = logsClients
         self.title = title
+        self.access = access
     }
 
     /// Streams open now.
@@ -84,6 +89,7 @@ final class QueryServer: Sendable {
     func makeRouter() -> Router<ServeRequestContext> {
         let router = Router(context: ServeRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: AccessMiddleware(access: access))
         let page = ByteBuffer(string: ServePage.html(title: title))
         router.get("/") { _, _ in
             Response(
@@ -121,7 +127,9 @@ final class QueryServer: Sendable {
         }
         do {
             let parameters = try ServedQuery.queryParameters(request.uri.query)
-            return .success(try query.request(queryString: parameters, limits: limits))
+            return .success(try query.request(queryString: parameters, identity: context.identity, limits: limits))
+        } catch let refusal as AccessRefusal {
+            return .failure(Self.errorResponse(.forbidden, refusal.description))
         } catch {
             return .failure(live.errorResponse(error, logger: context.logger))
         }
