@@ -187,6 +187,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 // The JWTs of the authentication tests are signed by the tests.
                 .product(name: "JWTKit", package: "jwt-kit", condition: commandLineTool),
+                .product(name: "Crypto", package: "swift-crypto", condition: commandLineTool),
             ]
         ),
     ],

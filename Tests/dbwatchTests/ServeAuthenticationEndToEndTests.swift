@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import DBWatchTestSupport
 import Foundation
 import JWTKit
@@ -250,6 +251,39 @@ struct ServeAuthenticationEndToEndTests {
                 #expect(message.contains(reason), "\(message)")
             }
             #expect(try await status(red, url).0 == 200)
+        }
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs /usr/bin/openssl"))
+    func anRS256JWTVerifiesWithThePublicKeyAndAnHS256OneKeyedWithThatKeyDoesNot() async throws {
+        try await withTemporaryDirectory { scratch in
+            let path = try serving.makePlayers(in: scratch)
+            let privateKey = scratch.file("private.pem")
+            let publicKey = scratch.file("public.pem")
+            _ = try await Shell.runOnOwnThread(
+                "/usr/bin/openssl",
+                ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", privateKey])
+            _ = try await Shell.runOnOwnThread(
+                "/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-out", publicKey])
+            let served = try await serving.serve(path, ["--query", Self.mine, "--auth-jwt-secret-file", publicKey])
+            defer { served.run.kill() }
+            let keys = JWTKeyCollection()
+            await keys.add(
+                rsa: try Insecure.RSA.PrivateKey(pem: try String(contentsOfFile: privateKey, encoding: .utf8)),
+                digestAlgorithm: .sha256)
+            let claims = TestClaims(sub: "alice", team: "red", exp: inSeconds(600))
+            let signed = try await keys.sign(claims)
+            let answer = try await get(
+                served.url + "queries/mine?n=5", headers: [("Authorization", "Bearer " + signed)])
+            #expect(answer.status == 200)
+            #expect(answer.body == #"{"columns":["name","score"],"rows":[["Arthur",100],["Craig",50]]}"#)
+            // The public key is public: an HS256 JWT keyed with it must not pass.
+            let confused = try await jwt(claims, secret: try String(contentsOfFile: publicKey, encoding: .utf8))
+            let refused = try await get(
+                served.url + "queries/mine?n=5", headers: [("Authorization", "Bearer " + confused)])
+            #expect(refused.status == 401)
         }
     }
 
