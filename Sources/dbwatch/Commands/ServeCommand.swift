@@ -90,7 +90,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The address to listen on: 127.0.0.1 (this machine only) unless given.", valueName: "address"))
+            "The address to listen on: 127.0.0.1 (this machine only) unless given; any other needs "
+                + "--auth-token-file, --auth-jwt-secret-file or --no-auth.", valueName: "address"))
     var host: String = "127.0.0.1"
 
     @Option(help: ArgumentHelp("The most event streams open at once; more are refused with 503.", valueName: "n"))
