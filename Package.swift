@@ -43,12 +43,17 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Trait CommandLineTool.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Trait CommandLineTool: `serve --auth-jwt-secret-file` verifies JWTs.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-crypto", "4.1.0"..<"6.0.0"),
         // Trait Hummingbird. Issue 16 pins hummingbird 2.28.x and
         // hummingbird-websocket 2.8.x.
         .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", .upToNextMinor(from: "2.8.1")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Trait Hummingbird: LiveQueries behind hummingbird's own authentication.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", .upToNextMinor(from: "2.5.0")),
         // Trait Postgres. Issue 19 pins postgres-nio 1.33.x.
         .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
@@ -90,6 +95,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
+                .product(name: "JWTKit", package: "jwt-kit", condition: commandLineTool),
+                .product(name: "Crypto", package: "swift-crypto", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // `dbwatch demo`'s schema: `Demo/Migrations` links to the
@@ -105,6 +112,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -148,6 +156,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
@@ -177,6 +186,9 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
+                // The JWTs of the authentication tests are signed by the tests.
+                .product(name: "JWTKit", package: "jwt-kit", condition: commandLineTool),
+                .product(name: "Crypto", package: "swift-crypto", condition: commandLineTool),
             ]
         ),
     ],

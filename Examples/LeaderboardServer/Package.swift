@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "DBWatch", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", .upToNextMinor(from: "2.28.1")),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", .upToNextMinor(from: "2.8.1")),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", .upToNextMinor(from: "2.5.0")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -26,6 +27,7 @@ let package = Package(
                 .product(name: "DBWatchHummingbird", package: "DBWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Resources/Migrations"), .copy("Resources/index.html")]

@@ -239,7 +239,7 @@ struct ServeEndToEndTests {
         try await withTemporaryDirectory { scratch in
             let path = try makePlayers(in: scratch)
             let snapshot = try await DBWatchRun.run([
-                "serve", path, "--port", "0", "--host", "no-such-host.invalid", "--query", Self.top,
+                "serve", path, "--port", "0", "--host", "no-such-host.invalid", "--no-auth", "--query", Self.top,
             ])
             #expect(snapshot.exitStatus == 69, "\(snapshot)")
             #expect(snapshot.stderr == "dbwatch: cannot listen on no-such-host.invalid:0: no such host or address\n")

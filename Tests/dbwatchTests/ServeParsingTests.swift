@@ -22,10 +22,27 @@ struct ServeParsingTests {
         }
     }
 
+    @Test func anAddressBeyondLoopbackNeedsAuthenticationOrNoAuthInWords() throws {
+        let query = ["serve", "db.sqlite", "--query", "a=SELECT 1"]
+        #expect(throws: (any Error).self) { try DBWatchCommand.parseAsRoot(query + ["--host", "0.0.0.0"]) }
+        #expect(throws: (any Error).self) { try DBWatchCommand.parseAsRoot(query + ["--host", "192.168.1.2"]) }
+        for access in [["--no-auth"], ["--auth-token-file", "t.txt"], ["--auth-jwt-secret-file", "k"]] {
+            let serve = try #require(
+                try DBWatchCommand.parseAsRoot(query + ["--host", "0.0.0.0"] + access) as? ServeCommand)
+            #expect(serve.access.noAuth == (access == ["--no-auth"]))
+        }
+        #expect(throws: (any Error).self) {
+            try DBWatchCommand.parseAsRoot(query + ["--no-auth", "--auth-token-file", "t.txt"])
+        }
+        // Loopback needs nothing.
+        #expect(try DBWatchCommand.parseAsRoot(query + ["--host", "::1"]) is ServeCommand)
+    }
+
     @Test func serveTakesQueriesAndItsOptions() throws {
         let command = try DBWatchCommand.parseAsRoot([
             "serve", "db.sqlite", "--query", "top=SELECT name FROM player WHERE score > :min = 1", "--query",
             "count=SELECT count(*) FROM player", "--port", "0", "--host", "0.0.0.0", "--max-clients", "5", "--quiet",
+            "--no-auth",
         ])
         let serve = try #require(command as? ServeCommand)
         #expect(serve.queries.map(\.name) == ["top", "count"])

@@ -62,9 +62,9 @@ struct ServeCommand: AsyncParsableCommand {
             whose name an attacker rebinds to this machine's address (DNS rebinding) reads nothing.
 
             The database is opened read-only and never created; the server listens on 127.0.0.1 unless \
-            --host says otherwise (any other address is a warning on standard error: there is no \
-            authentication). Each query runs once at start (its parameters bound to 0, or to the value \
-            nearest 0 that --param allows) under the \
+            --host says otherwise. Any other address needs --auth-token-file or --auth-jwt-secret-file, \
+            or --no-auth to serve anyone who can reach it (otherwise exit 64). Each query runs once at \
+            start (its parameters bound to 0, or to the value nearest 0 that --param allows) under the \
             rules and limits of `watch`: a query that writes or is refused (67), bad (65), too slow \
             (68) or too big (65) stops `serve` before it listens; a ? parameter, which a URL cannot \
             name, is refused (64). An address in use exits 69. Commits by other processes are seen as \
@@ -74,6 +74,22 @@ struct ServeCommand: AsyncParsableCommand {
             The address is printed on standard output once the server listens. One line per client \
             connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
             stream with `event: end` and exits 0 within 2 s.
+
+            Access. With --auth-token-file or --auth-jwt-secret-file, every request (the page, /queries, \
+            the values and the streams) needs a token before any query runs: Authorization: Bearer \
+            TOKEN, or the cookie dbwatch_token that GET /?token=TOKEN sets (HttpOnly, SameSite=Strict) \
+            before it replaces the address with the same one without the token; the page's streams use \
+            the cookie. Without a valid token: 401 with WWW-Authenticate: Bearer and a JSON body. Tokens \
+            are compared in constant time; the cookie holds a digest of the token, not the token. A JWT \
+            (HS256 secret, or RS256 with an RSA public key in PEM) must have exp in the future (and nbf, \
+            if present, in the past); its claims fill the parameters named :auth_CLAIM (WHERE owner = \
+            :auth_sub), which a query string can never set (400), and a JWT without a claim a query \
+            needs is a 403. Clients with equal claims and parameters share one observation: a token is \
+            checked once per request, never per commit. SIGHUP re-reads both files (a file that cannot \
+            be used keeps the previous one, with a line on standard error) instead of stopping the \
+            server. A missing or unreadable file exits 66, one without a token or a usable key 64, and \
+            so does a query with :auth_ parameters without --auth-jwt-secret-file. There is no TLS: put \
+            a TLS proxy in front of a server reachable beyond this machine.
 
             \(ExitStatus.helpText)
             """
@@ -94,7 +110,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The address to listen on: 127.0.0.1 (this machine only) unless given.", valueName: "address"))
+            "The address to listen on: 127.0.0.1 (this machine only) unless given; any other needs "
+                + "--auth-token-file, --auth-jwt-secret-file or --no-auth.", valueName: "address"))
     var host: String = "127.0.0.1"
 
     @Option(
@@ -119,6 +136,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var limits: QueryLimits
 
     @OptionGroup var protections: ServeProtections
+    @OptionGroup(title: "Access") var access: AccessOptions
 
     func validate() throws {
         if queries.isEmpty { throw ValidationError("Give at least one --query name=SQL.") }
@@ -133,6 +151,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "--allow-host \(CellText.sanitized(name)): give a host name without scheme, port or path "
                     + "(app.example.com, .example.com for every name under it, or * for any).")
         }
+        try access.validate(host: host)
         if maxClients < 1 { throw ValidationError("--max-clients must be at least 1.") }
         try protections.validate(queries: queries)
         if !(interval >= 0.01 && interval <= 3600) {
@@ -141,11 +160,17 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server")
+        let interrupt = InterruptSignal(exitStatus: .success, stalled: "the server", hangUp: !access.isConfigured)
+        let hangUps = access.isConfigured ? HangUpSignal() : nil
+        let serveAccess = try await access.load()
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: 4, interrupt: interrupt)
         let queries = try await Self.check(
             protections.applied(to: self.queries), on: pool, limits: limits, interrupt: interrupt)
+        do { try access.check(queries) } catch {
+            await pool.close()
+            throw error
+        }
         var configuration = protections.applied(to: LiveQueriesConfiguration())
         // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
         configuration.shutdownWriteGrace = .milliseconds(500)
@@ -153,14 +178,19 @@ struct ServeCommand: AsyncParsableCommand {
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts,
-            connections: protections.connections)
+            connections: protections.connections, access: serveAccess)
         let host = host
         let allowedHosts = allowedHosts
+        let reloading = hangUps.map { hangUps in Task { await serveAccess.reloadOnEach(of: hangUps.events) } }
+        defer { reloading?.cancel() }
         try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
                 Output.standardError(
-                    "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
-                        + "anyone who can reach it can read these queries' values (no authentication, no TLS)\n")
+                    serveAccess.isRequired
+                        ? "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine, "
+                            + "without TLS: put a TLS proxy in front so tokens do not cross the network in clear\n"
+                        : "dbwatch: warning: listening on \(CellText.sanitized(host)), not only on this machine: "
+                            + "anyone who can reach it can read these queries' values (--no-auth, no TLS)\n")
             }
             if allowedHosts.contains("*") {
                 Output.standardError(

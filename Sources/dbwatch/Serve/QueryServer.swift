@@ -14,6 +14,8 @@ struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The client's address.
     let remoteAddress: SocketAddress?
+    /// Who the client is, once ``AccessMiddleware`` authenticated it.
+    var identity = ServeAccess.Identity.anonymous
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -55,12 +57,15 @@ final class QueryServer: Sendable {
     let allowedHosts: [String]
     /// The cap on connections and what each may hold.
     let connections: ServeConnections
+    /// Who may read (``AccessMiddleware``).
+    let access: ServeAccess
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
-        title: String, allowedHosts: [String] = [], connections: ServeConnections = ServeConnections()
+        title: String, allowedHosts: [String] = [], connections: ServeConnections = ServeConnections(),
+        access: ServeAccess = .open
     ) {
         self.live = live
         self.queries = queries
@@ -71,6 +76,7 @@ final class QueryServer: Sendable {
         self.title = title
         self.allowedHosts = allowedHosts
         self.connections = connections
+        self.access = access
     }
 
     /// Streams open now.
@@ -96,6 +102,7 @@ final class QueryServer: Sendable {
         // First: a request for another name (DNS rebinding) runs nothing else.
         router.add(middleware: TrustedHostMiddleware(allowedHosts: allowedHosts))
         router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: AccessMiddleware(access: access))
         let page = ByteBuffer(string: ServePage.html(title: title))
         router.get("/") { _, _ in
             Response(
@@ -133,7 +140,9 @@ final class QueryServer: Sendable {
         }
         do {
             let parameters = try ServedQuery.queryParameters(request.uri.query)
-            return .success(try query.request(queryString: parameters, limits: limits))
+            return .success(try query.request(queryString: parameters, identity: context.identity, limits: limits))
+        } catch let refusal as AccessRefusal {
+            return .failure(Self.errorResponse(.forbidden, refusal.description))
         } catch {
             return .failure(live.errorResponse(error, logger: context.logger))
         }

@@ -99,12 +99,14 @@ struct ServedQuery: Sendable {
 
     /// The observed request for the values of a query string, typed as
     /// `--arg` types them. A missing, unknown or repeated parameter is a
-    /// ``LiveQueryError/badRequest(_:)``.
+    /// ``LiveQueryError/badRequest(_:)``; the parameters in `bound` (a
+    /// JWT's claims) are not the query string's.
     func request(
-        queryString: some Sequence<(key: Substring, value: Substring)>, limits: QueryLimits
+        queryString: some Sequence<(key: Substring, value: Substring)>, limits: QueryLimits,
+        bound: [String: DatabaseValue] = [:]
     ) throws -> WatchedQuery {
-        var values: [String: DatabaseValue] = [:]
-        let names = Set(parameters.map(Self.bareName))
+        var values = bound
+        let names = Set(parameters.map(Self.bareName)).subtracting(bound.keys)
         for (key, value) in queryString {
             let key = String(key)
             guard names.contains(key) else {
@@ -163,7 +165,8 @@ struct ServedQuery: Sendable {
         }
         return .object([
             "name": .string(name), "sql": .string(sql),
-            "parameters": .array(parameters.map { .string(Self.bareName($0)) }),
+            "parameters": .array(queryStringParameters.map(JSON.string)),
+            "claims": .array(claimNames.map(JSON.string)),
             "observes": .object(observes),
             "key": key.map { .array($0.map(JSON.string)) } ?? .null,
             "bounds": .object(

@@ -71,11 +71,15 @@ final class InterruptSignal: Sendable {
     ///   - stalled: what did not stop, as that message says it ("the query
     ///     did not stop …").
     ///   - consequence: what the exit means for the database, added to the message.
-    init(exitStatus: ExitStatus? = nil, stalled: String = "the query", consequence: String? = nil) {
+    ///   - hangUp: whether `SIGHUP` stops too (`serve` re-reads its token
+    ///     files on it instead, with ``HangUpSignal``).
+    init(
+        exitStatus: ExitStatus? = nil, stalled: String = "the query", consequence: String? = nil, hangUp: Bool = true
+    ) {
         let shared = Shared(exitStatus: exitStatus, stalled: stalled, consequence: consequence)
         self.shared = shared
         let registered = DispatchGroup()
-        sources = [SIGINT, SIGTERM, SIGHUP].map { signalNumber in
+        sources = [SIGINT, SIGTERM, hangUp ? SIGHUP : nil].compactMap { $0 }.map { signalNumber in
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { InterruptSignal.deliver(signalNumber, to: shared) }

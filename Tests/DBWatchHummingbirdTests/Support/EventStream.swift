@@ -28,12 +28,13 @@ final class EventStream {
         iterator = response.body.makeAsyncIterator()
     }
 
-    /// Opens `url`, sending `Last-Event-ID` when given.
+    /// Opens `url`, sending `Last-Event-ID` when given and `headers`.
     static func open(
-        _ url: String, lastEventID: String? = nil, client: HTTPClient = .shared
+        _ url: String, lastEventID: String? = nil, headers: [(String, String)] = [], client: HTTPClient = .shared
     ) async throws -> EventStream {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "text/event-stream")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         // The server closes the connection after a stream: not one to reuse.
         request.headers.add(name: "Connection", value: "close")
         if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }

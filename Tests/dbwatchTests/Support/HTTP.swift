@@ -42,10 +42,13 @@ final class EventStream {
         iterator = response.body.makeAsyncIterator()
     }
 
-    /// Opens `url`, sending `Last-Event-ID` when given; the whole stream may last `seconds`.
-    static func open(_ url: String, lastEventID: String? = nil, seconds: Int64 = 60) async throws -> EventStream {
+    /// Opens `url`, sending `Last-Event-ID` when given and `headers`; the whole stream may last `seconds`.
+    static func open(
+        _ url: String, lastEventID: String? = nil, headers: [(String, String)] = [], seconds: Int64 = 60
+    ) async throws -> EventStream {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "text/event-stream")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
         request.headers.add(name: "Connection", value: "close")
         return EventStream(response: try await HTTPClient.shared.execute(request, timeout: .seconds(seconds)))

@@ -2,6 +2,7 @@ import DBWatch
 import DBWatchHummingbird
 import Foundation
 import Hummingbird
+import HummingbirdAuth
 import HummingbirdWebSocket
 import Logging
 
@@ -15,6 +16,8 @@ public struct LeaderboardConfiguration: Sendable {
     public var databasePath = "leaderboard.sqlite"
     /// The server's logger.
     public var logger = Logger(label: "LeaderboardServer")
+    /// The bearer tokens of `/me/events`, each with the player it stands for.
+    public var tokens: [String: Viewer] = [:]
 
     /// The defaults: 127.0.0.1:8080, `leaderboard.sqlite` in the current directory.
     public init() {}
@@ -26,7 +29,10 @@ public struct LeaderboardConfiguration: Sendable {
 /// - `GET /leaderboard`: the leaderboard as JSON,
 /// - `GET /leaderboard/events`: the leaderboard as server-sent events,
 /// - `/leaderboard/socket`: the leaderboard on a WebSocket (send `{"limit": 3}`),
-/// - `POST /players/:name/score` with `{"score": 120}`: sets a player's score.
+/// - `POST /players/:name/score` with `{"score": 120}`: sets a player's score,
+/// - `GET /me/events` with `Authorization: Bearer TOKEN`: the token's
+///   player's own line (score and rank) as server-sent events; 401 without
+///   a token of ``LeaderboardConfiguration/tokens``.
 ///
 /// Every request must name the server in `Host` (`localhost`, an IP address
 /// or `configuration.host`), and a write must come from the server's own
@@ -48,9 +54,11 @@ public func buildApplication(
     let page = try Data(contentsOf: URL(fileURLWithPath: resourcePath("index.html")))
 
     let live = LiveQueries(pool, logger: configuration.logger)
-    let router = Router(context: BasicWebSocketRequestContext.self)
+    let router = Router(context: LeaderboardContext.self)
     // Before any route: DNS rebinding, cross-site WebSockets and cross-site writes.
     router.add(middleware: TrustedHostMiddleware(allowedHosts: [configuration.host]))
+    // Gives requests with a known bearer token their viewer; the others go on without one.
+    router.add(middleware: BearerTokenAuthenticator(tokens: configuration.tokens))
     router.get("/") { _, _ in
         Response(
             status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
@@ -61,6 +69,11 @@ public func buildApplication(
     }
     router.get("leaderboard/events") { request, context in
         live.events(TopPlayers(), for: request, context: context)
+    }
+    // The protected route: the viewer's own line, the viewer as the stream's
+    // scope (viewers never share an observation), 401 without a viewer.
+    router.get("me/events") { request, context in
+        live.authenticatedEvents(for: request, context: context) { viewer in PlayerLine(name: viewer.name) }
     }
     router.ws("leaderboard/socket") { inbound, outbound, context in
         try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)

@@ -18,8 +18,17 @@ struct LeaderboardServerCommand: AsyncParsableCommand {
     @Option(help: "The SQLite database, created and migrated on start.")
     var database = "leaderboard.sqlite"
 
+    @Option(
+        name: .customLong("token"),
+        help: ArgumentHelp(
+            "A bearer token of GET /me/events and the player it stands for (repeat).", valueName: "TOKEN=NAME"))
+    var tokens: [String] = []
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        for token in tokens where !token.contains("=") || token.hasPrefix("=") || token.hasSuffix("=") {
+            throw ValidationError("--token takes TOKEN=NAME")
+        }
     }
 
     func run() async throws {
@@ -27,6 +36,10 @@ struct LeaderboardServerCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.databasePath = database
+        for token in tokens {
+            let parts = token.split(separator: "=", maxSplits: 1)
+            configuration.tokens[String(parts[0])] = Viewer(name: String(parts[1]))
+        }
         let app = try await buildApplication(configuration) { [host] port in
             // Unbuffered, so that a script reading the port sees it at once.
             FileHandle.standardOutput.write(Data("Leaderboard on http://\(host):\(port)/\n".utf8))

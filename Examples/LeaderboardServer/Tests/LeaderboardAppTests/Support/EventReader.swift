@@ -16,9 +16,10 @@ final class EventReader {
     private var text = ""
 
     /// Opens the stream at `url`.
-    init(url: String) async throws {
+    init(url: String, headers: [(String, String)] = []) async throws {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "text/event-stream")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Connection", value: "close")  // a stream's connection is not reused
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(3600))
         status = Int(response.status.code)

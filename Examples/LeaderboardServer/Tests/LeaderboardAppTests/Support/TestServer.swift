@@ -13,7 +13,9 @@ struct TestServer: Sendable {
 
     /// Runs `body` against a new server, then shuts it down gracefully and
     /// removes its database.
-    static func with<T: Sendable>(_ body: @Sendable (TestServer) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(
+        tokens: [String: Viewer] = [:], _ body: @Sendable (TestServer) async throws -> T
+    ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("LeaderboardAppTests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -22,6 +24,7 @@ struct TestServer: Sendable {
         configuration.port = 0
         configuration.databasePath = directory.appendingPathComponent("leaderboard.sqlite").path
         configuration.logger.logLevel = .error
+        configuration.tokens = tokens
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in
             portContinuation.yield(port)

@@ -1,0 +1,54 @@
+import Foundation
+import Hummingbird
+import HummingbirdAuth
+
+/// Refuses a request that no authenticator gave an identity: a 401 with
+/// `WWW-Authenticate: Bearer` and the JSON body of ``LiveQueries``' other
+/// errors, `{"message"}`, before any query runs.
+///
+/// ```swift
+/// router.add(middleware: BearerTokenAuthenticator(tokens: tokens))
+/// router.group("live").add(middleware: LiveQueriesAuthenticationMiddleware()).get("mine/events") { … }
+/// ```
+public struct LiveQueriesAuthenticationMiddleware<Context: AuthRequestContext>: RouterMiddleware {
+    /// The realm of the `WWW-Authenticate` challenge.
+    public let realm: String
+
+    /// A middleware that refuses requests without an identity.
+    ///
+    /// ```swift
+    /// LiveQueriesAuthenticationMiddleware<BasicAuthRequestContext<User>>(realm: "leaderboard")
+    /// ```
+    ///
+    /// - Parameter realm: named in `WWW-Authenticate: Bearer realm="…"`.
+    public init(realm: String = "live queries") {
+        self.realm = realm
+    }
+
+    /// Passes a request with an identity on; answers 401 to any other.
+    ///
+    /// ```swift
+    /// let response = try await middleware.handle(request, context: context) { request, context in … }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - context: its context, whose `identity` is checked.
+    ///   - next: the rest of the chain, for an authenticated request.
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard context.identity != nil else { return Self.unauthorized(realm: realm) }
+        return try await next(request, context)
+    }
+
+    /// The 401 answer: a Bearer challenge and `{"message"}`.
+    static func unauthorized(realm: String) -> Response {
+        let body = ErrorBody(message: "this request needs a valid bearer token", code: nil)
+        let quoted = realm.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return Response(
+            status: .unauthorized,
+            headers: [.contentType: "application/json; charset=utf-8", .wwwAuthenticate: "Bearer realm=\"\(quoted)\""],
+            body: ResponseBody(byteBuffer: body.json))
+    }
+}
