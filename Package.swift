@@ -51,6 +51,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Trait Postgres. Issue 19 pins postgres-nio 1.33.x.
         .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
+        // Trait Postgres: the replication connection (already resolved
+        // through postgres-nio, in the ranges it accepts).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.9.0"..<"6.0.0"),
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
         // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -114,6 +119,10 @@ let package = Package(
                 "DBWatch",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
+                .product(name: "NIOCore", package: "swift-nio", condition: postgres),
+                .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
+                .product(name: "Crypto", package: "swift-crypto", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -161,6 +170,7 @@ let package = Package(
                 "DBWatchTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
