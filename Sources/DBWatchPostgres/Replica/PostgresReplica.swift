@@ -34,6 +34,7 @@ import ServiceLifecycle
 ///   are skipped, so nothing is applied twice.
 public final class PostgresReplica: Service, Sendable {
     let client: PostgresClient
+    let server: Server
     let store: ReplicaStore
     let configuration: Configuration
     let logger: Logger
@@ -42,12 +43,16 @@ public final class PostgresReplica: Service, Sendable {
     let state = Locked(ReplicaState())
 
     /// A replica of `configuration`'s tables from `client`'s database into
-    /// `database`. Nothing happens before ``run()``; the client must be
-    /// running (`client.run()`, or both in one `ServiceGroup`).
+    /// `database`; the change feed streams over a replication connection to
+    /// `server` (the same database as `client`'s). Nothing happens before
+    /// ``run()``; the client must be running (`client.run()`, or both in one
+    /// `ServiceGroup`).
     public init(
-        client: PostgresClient, database: any DatabaseWriter, configuration: Configuration, logger: Logger
+        client: PostgresClient, server: Server, database: any DatabaseWriter, configuration: Configuration,
+        logger: Logger
     ) {
         self.client = client
+        self.server = server
         self.store = ReplicaStore(database: database)
         self.configuration = configuration
         self.logger = logger
@@ -98,8 +103,8 @@ public final class PostgresReplica: Service, Sendable {
         if configuration.publication == nil, configuration.tables.isEmpty {
             throw ReplicaError(.invalidConfiguration, "no table to replicate")
         }
-        if configuration.changesPerRead < 1 || configuration.rowsPerCopyTransaction < 1 {
-            throw ReplicaError(.invalidConfiguration, "changesPerRead and rowsPerCopyTransaction must be positive")
+        if configuration.rowsPerCopyTransaction < 1 {
+            throw ReplicaError(.invalidConfiguration, "rowsPerCopyTransaction must be positive")
         }
     }
 
