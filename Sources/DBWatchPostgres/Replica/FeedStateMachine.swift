@@ -50,8 +50,7 @@ struct FeedStateMachine {
 
     /// What a batch of messages asks for.
     struct Batch {
-        /// The transactions to apply, in order, each as one SQLite
-        /// transaction.
+        /// The transactions to apply, in order, each whole.
         var transactions: [ReplicatedTransaction] = []
         /// A keepalive asked for a status update at once.
         var replyRequested = false

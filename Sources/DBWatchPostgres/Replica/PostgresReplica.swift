@@ -5,14 +5,17 @@ import ServiceLifecycle
 
 /// A live SQLite replica of PostgreSQL tables: it copies them into a
 /// DBWatch database, then applies every PostgreSQL transaction that changes
-/// them as one SQLite transaction, so live queries on the replica see each
-/// change as if it had been written locally. A ServiceLifecycle `Service`.
+/// them whole, as PostgreSQL streams it, so live queries on the replica see
+/// each change as if it had been written locally. A ServiceLifecycle
+/// `Service`.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: postgresConfiguration)
+/// let server = PostgresReplica.Server(
+///     host: "db.internal", username: "replica", password: secret, database: "app", tls: .disable)
 /// let pool = try DatabasePool(path: "replica.sqlite")
 /// let replica = PostgresReplica(
-///     client: client, database: pool,
+///     client: client, server: server, database: pool,
 ///     configuration: .init(tables: ["player", "team"]), logger: logger)
 /// let services = ServiceGroup(services: [client, replica], logger: logger)
 /// try await services.run()
@@ -26,10 +29,11 @@ import ServiceLifecycle
 ///   recognized by their transaction id (the snapshot's `xmin`, `xmax` and
 ///   transactions in progress, stored with the copy) and skipped, so none
 ///   is applied twice.
-/// - Each PostgreSQL transaction is one SQLite transaction, and the
-///   position after its commit is stored in that same transaction (table
-///   `dbwatch_replica`). The slot is read without consuming it and moved
-///   forward only after SQLite committed, so a crash at any point loses
+/// - Each PostgreSQL transaction is applied whole in one SQLite
+///   transaction (transactions that arrive together, a backlog, share
+///   one), and the position after the last commit is stored in that same
+///   transaction (table `dbwatch_replica`). The position is confirmed to
+///   PostgreSQL only after SQLite committed, so a crash at any point loses
 ///   nothing; on restart, transactions at or before the stored position
 ///   are skipped, so nothing is applied twice.
 public final class PostgresReplica: Service, Sendable {
