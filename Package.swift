@@ -45,6 +45,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Trait CommandLineTool: `serve --auth-jwt-secret-file` verifies JWTs.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // Traits CommandLineTool (token digests) and Postgres (SCRAM): the
+        // version jwt-kit needs (4.x), which postgres-nio also accepts.
         .package(url: "https://github.com/apple/swift-crypto", "4.1.0"..<"6.0.0"),
         // Trait Hummingbird. Issue 16 pins hummingbird 2.28.x and
         // hummingbird-websocket 2.8.x.
@@ -56,6 +58,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", .upToNextMinor(from: "2.5.0")),
         // Trait Postgres. Issue 19 pins postgres-nio 1.33.x.
         .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
+        // Trait Postgres: the replication connection (already resolved
+        // through postgres-nio, in the ranges it accepts).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
         // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -122,6 +128,10 @@ let package = Package(
                 "DBWatch",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
+                .product(name: "NIOCore", package: "swift-nio", condition: postgres),
+                .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
+                .product(name: "Crypto", package: "swift-crypto", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -171,6 +181,7 @@ let package = Package(
                 "DBWatchTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

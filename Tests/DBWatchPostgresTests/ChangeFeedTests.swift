@@ -43,7 +43,7 @@ struct ChangeFeedTests {
     @Test("After a random workload with a fixed seed, the replica equals the source table by table")
     func randomWorkloadEndsEqual() async throws {
         try await withReplicaScene(schema: Self.schema) { scene in
-            let replica = scene.replica(tables: ["player", "team"]) { $0.changesPerRead = 50 }
+            let replica = scene.replica(tables: ["player", "team"])
             try await withRunningReplica(replica) { _ in
                 var random = SeededGenerator(seed: 19)
                 for _ in 0..<200 {
@@ -234,7 +234,7 @@ struct ChangeFeedTests {
                     sql: "UPDATE dbwatch_replica SET position = ?",
                     arguments: [Int64(bitPattern: position.rawValue)])
             }
-            let second = scene.replica(tables: ["player"]) { $0.changesPerRead = 20 }
+            let second = scene.replica(tables: ["player"])
             try await withRunningReplica(second) { _ in
                 try await scene.server.run("INSERT INTO player VALUES (101, 'q', 0)")
                 try await second.catchUp(with: scene.client, seconds: 20)
@@ -255,7 +255,8 @@ struct ChangeFeedTests {
             let other = try DatabasePool(path: scene.directory.file("other.sqlite"))
             let first = scene.replica(tables: ["player"])
             let second = PostgresReplica(
-                client: scene.client, database: other, configuration: .init(tables: ["player"]), logger: quietLogger)
+                client: scene.client, server: scene.server.replicaServer(), database: other,
+                configuration: .init(tables: ["player"]), logger: quietLogger)
             try await withRunningReplica(first) { _ in
                 try await withRunningReplica(second) { _ in
                     for id in 1...20 {

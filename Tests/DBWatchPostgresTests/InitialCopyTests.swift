@@ -106,10 +106,10 @@ struct InitialCopyTests {
                         try await scene.client.query(PostgresQuery(unsafeSQL: shiftAll))
                     }
                 }
-                var configuration = PostgresReplica.Configuration(tables: ["shift"])
-                configuration.pollInterval = .milliseconds(2)
+                let configuration = PostgresReplica.Configuration(tables: ["shift"])
                 let replica = PostgresReplica(
-                    client: scene.client, database: pool, configuration: configuration, logger: quietLogger)
+                    client: scene.client, server: scene.server.replicaServer(), database: pool,
+                    configuration: configuration, logger: quietLogger)
                 do {
                     try await withRunningReplica(replica) { _ in
                         try await waitUntil { replica.status.phase == .streaming || replica.status.phase == .failed }

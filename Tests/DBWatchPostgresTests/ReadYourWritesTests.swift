@@ -9,7 +9,7 @@ struct ReadYourWritesTests {
     @Test("After waiting for a commit's position, the replica shows the commit")
     func waitingForThePositionShowsTheWrite() async throws {
         try await withReplicaScene(schema: "CREATE TABLE note (id int PRIMARY KEY, body text)") { scene in
-            let replica = scene.replica(tables: ["note"]) { $0.pollInterval = .milliseconds(50) }
+            let replica = scene.replica(tables: ["note"])
             try await withRunningReplica(replica) { _ in
                 try await replica.catchUp(with: scene.client)
                 for id in 1...20 {

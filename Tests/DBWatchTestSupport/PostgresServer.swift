@@ -8,7 +8,7 @@ import Foundation
 /// temporary directory, listening on 127.0.0.1 and a free port, with
 /// `wal_level = logical` (for replication slots), trusting every local
 /// connection as the user `postgres`. Start one with
-/// ``withPostgresServer(settings:_:)``, which stops it and removes its directory
+/// ``withPostgresServer(settings:tls:_:)``, which stops it and removes its directory
 /// afterwards, also when the test throws.
 ///
 /// ```swift
@@ -73,21 +73,31 @@ public final class PostgresServer: Sendable {
 
     /// Makes a server in a new temporary directory, not started yet (see
     /// ``start()``); ``remove()`` stops it and removes the directory.
-    /// ``withPostgresServer(settings:_:)`` does both.
+    /// ``withPostgresServer(settings:tls:_:)`` does both.
     ///
     /// - Parameter settings: server settings that replace or add to the
     ///   defaults, such as `["max_wal_senders": "4"]` for a test that
     ///   streams with `pg_recvlogical`.
-    public static func make(settings: [String: String] = [:]) async throws -> PostgresServer {
+    /// - Parameter tls: whether the server accepts TLS, with a certificate
+    ///   signed by ``certificateAuthorityFile`` (see
+    ///   ``makeCertificates(in:programs:)``).
+    public static func make(settings: [String: String] = [:], tls: Bool = false) async throws -> PostgresServer {
         let programs = try await Programs.find()
         let template = try await PostgresTemplate.shared.dataDirectory(programs: programs)
         let directory = try TemporaryDirectory()
+        var settings = settings
         do {
             // Whose server this is, for the clean-up after a killed test process.
             try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: directory.file(ownerFile)))
             try programs.giveToServerUser(directory.path)
             let copy = try await ChildProcess.run(["/bin/cp", "-a", template, directory.file("data")])
             guard copy.exitStatus == 0 else { throw Failure("copying the template cluster failed\n\(copy)") }
+            let hba = directory.file("data/pg_hba.conf")
+            try Data(hostBasedAuthentication.utf8).write(to: URL(fileURLWithPath: hba))
+            try programs.giveToServerUser(hba)
+            if tls {
+                settings.merge(try await makeCertificates(in: directory.file("tls"), programs: programs)) { $1 }
+            }
         } catch {
             directory.remove()
             throw error
@@ -165,7 +175,7 @@ public final class PostgresServer: Sendable {
             let logStart = Self.fileSize(logFile)
             let options =
                 ([
-                    "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0",
+                    "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=20",
                     "-c fsync=off", "-c synchronous_commit=on", "-c listen_addresses=\(host)", "-p \(port)",
                     "-c unix_socket_directories='\(directory.path)'",
                 ] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)='\($0.value)'" }).joined(separator: " ")
@@ -197,8 +207,15 @@ public final class PostgresServer: Sendable {
     /// `SIGKILL` of its pid; returns once that pid has ended, or throws
     /// after about a minute. Nothing happens when it is not running.
     public func stop() async throws {
+        try await stop(modes: ["fast", "immediate"])
+    }
+
+    /// Stops the server with `pg_ctl stop -m <mode>` for each of `modes` in
+    /// turn until it ended (`immediate` ends it as a crash would: the next
+    /// start recovers), then `SIGKILL`.
+    public func stop(modes: [String]) async throws {
         guard let pid else { return }
-        try await Self.end(pid: pid, programs: programs, dataDirectory: dataDirectory)
+        try await Self.end(pid: pid, programs: programs, dataDirectory: dataDirectory, modes: modes)
         state.withLock { $0.pid = nil }
     }
 
@@ -259,9 +276,11 @@ public final class PostgresServer: Sendable {
 
     /// Ends the postmaster `pid`: `pg_ctl stop -m fast`, then `-m
     /// immediate`, then `SIGKILL`, each waited for a bounded time.
-    private static func end(pid: pid_t, programs: Programs, dataDirectory: String?) async throws {
+    private static func end(
+        pid: pid_t, programs: Programs, dataDirectory: String?, modes: [String] = ["fast", "immediate"]
+    ) async throws {
         if let dataDirectory {
-            for mode in ["fast", "immediate"] {
+            for mode in modes {
                 _ = try? await programs.runAsServerUser(
                     ["pg_ctl", "stop", "-D", dataDirectory, "-m", mode, "-w", "-t", "30"],
                     in: (dataDirectory as NSString).deletingLastPathComponent, timeout: 45)
@@ -337,8 +356,10 @@ public final class PostgresServer: Sendable {
 /// Runs `body` with a started ``PostgresServer``, then stops it and removes
 /// its directory, also when `body` throws.
 ///
-/// - Parameter settings: server settings that replace or add to the
-///   defaults (see ``PostgresServer/make(settings:)``).
+/// - Parameters:
+///   - settings: server settings that replace or add to the defaults (see
+///     ``PostgresServer/make(settings:tls:)``).
+///   - tls: whether the server accepts TLS.
 ///
 /// ```swift
 /// try await withPostgresServer { server in
@@ -346,10 +367,10 @@ public final class PostgresServer: Sendable {
 /// }
 /// ```
 public func withPostgresServer<T>(
-    settings: [String: String] = [:], _ body: (PostgresServer) async throws -> T
+    settings: [String: String] = [:], tls: Bool = false, _ body: (PostgresServer) async throws -> T
 ) async throws -> T {
     try await PostgresServerSlots.shared.withSlot {
-        let server = try await PostgresServer.make(settings: settings)
+        let server = try await PostgresServer.make(settings: settings, tls: tls)
         let result: T
         do {
             try await server.start()

@@ -22,7 +22,6 @@ struct ReplicateEndToEndTests {
                     let path = directory.file("replica.sqlite")
                     let run = try DBWatchRun.start([
                         "replicate", server.connectionURL + "?sslmode=disable", path, "--table", "player",
-                        "--poll-interval-ms", "5",
                     ])
                     defer { run.kill() }
                     _ = try await run.wait(forError: "dbwatch: replica streaming")
@@ -81,7 +80,6 @@ struct ReplicateEndToEndTests {
                     let path = directory.file("replica.sqlite")
                     let arguments = [
                         "replicate", server.connectionURL + "?sslmode=disable", path, "--table", "counter",
-                        "--poll-interval-ms", "1",
                     ]
                     let first = try DBWatchRun.start(arguments)
                     defer { first.kill() }

@@ -51,18 +51,17 @@ struct ReplicateParsingTests {
     @Test func replicateTakesTablesAndItsOptions() throws {
         let command = try DBWatchCommand.parseAsRoot([
             "replicate", "postgres://u@h/db", "replica.sqlite", "--table", "player", "--table", "public.team",
-            "--poll-interval-ms", "20", "--quiet",
+            "--quiet",
         ])
         let replicate = try #require(command as? ReplicateCommand)
         #expect(replicate.url == "postgres://u@h/db" && replicate.database == "replica.sqlite")
         #expect(replicate.quiet)
         let configuration = replicate.replicaConfiguration
         #expect(configuration.tables == ["player", "public.team"] && configuration.publication == nil)
-        #expect(configuration.pollInterval == .milliseconds(20))
         let defaults = try #require(
             try DBWatchCommand.parseAsRoot(["replicate", "postgres://u@h/db", "r.sqlite", "--table", "t"])
                 as? ReplicateCommand)
-        #expect(defaults.replicaConfiguration.pollInterval == .milliseconds(5) && !defaults.quiet)
+        #expect(!defaults.quiet)
         let publication = try #require(
             try DBWatchCommand.parseAsRoot(["replicate", "postgres://u@h/db", "r.sqlite", "--publication", "shop"])
                 as? ReplicateCommand)
@@ -78,8 +77,6 @@ struct ReplicateParsingTests {
         ["replicate", "postgres://u@h/db", "r.sqlite", "--publication", ""],
         ["replicate", "postgres://u@h/db", "r.sqlite", "--table", ""],
         ["replicate", "postgres://u@h/db", "r.sqlite", "--table", "t", "--table", "t"],
-        ["replicate", "postgres://u@h/db", "r.sqlite", "--table", "t", "--poll-interval-ms", "0"],
-        ["replicate", "postgres://u@h/db", "r.sqlite", "--table", "t", "--poll-interval-ms", "60001"],
         ["slots", "list"],
         ["slots", "list", "mysql://u@h/db"],
         ["slots", "drop", "postgres://u@h/db"],

@@ -108,24 +108,47 @@ struct ReplicaStore: Sendable {
         }
     }
 
-    /// Applies transactions in order, each as one SQLite transaction that
-    /// also stores its end position. Returns the position of the last one
-    /// committed. When one fails, those before it stay committed and the
-    /// error says so through ``PartialApplyError``.
+    /// The most row changes one SQLite transaction takes when several
+    /// PostgreSQL transactions share it, so that the writer is not held
+    /// for long.
+    static let changesPerSharedTransaction = 10_000
+
+    /// Applies transactions in order and stores the end position of the
+    /// last one with it. Transactions that arrived together share SQLite
+    /// transactions (up to ``changesPerSharedTransaction`` changes each; a
+    /// larger PostgreSQL transaction is alone in its own): each is applied
+    /// whole, so a reader sees only states PostgreSQL had, and a backlog
+    /// pays SQLite's commit and the position's update once per group
+    /// rather than once per PostgreSQL transaction. Returns the position
+    /// of the last one committed. When a group fails, the groups before it
+    /// stay committed and the error says so through ``PartialApplyError``.
     func apply(_ transactions: [ReplicatedTransaction], statements: [TableStatements]) async throws
         -> LogSequenceNumber?
     {
         try await database.writeWithoutTransaction { db in
             var applied: LogSequenceNumber?
-            for transaction in transactions {
+            var start = transactions.startIndex
+            while start < transactions.endIndex {
+                var end = start + 1
+                var changes = transactions[start].changes.count
+                while end < transactions.endIndex,
+                    changes + transactions[end].changes.count <= Self.changesPerSharedTransaction
+                {
+                    changes += transactions[end].changes.count
+                    end += 1
+                }
                 do {
                     try db.inTransaction(.immediate) {
-                        try Self.apply(transaction, statements: statements, in: db)
+                        for transaction in transactions[start..<end] {
+                            try Self.apply(transaction, statements: statements, in: db)
+                        }
+                        try Self.store(transactions[end - 1].endPosition, in: db)
                     }
                 } catch {
                     throw PartialApplyError(appliedPosition: applied, underlying: error)
                 }
-                applied = transaction.endPosition
+                applied = transactions[end - 1].endPosition
+                start = end
             }
             return applied
         }
@@ -170,7 +193,12 @@ struct ReplicaStore: Sendable {
                 }
             }
         }
-        arguments.values = [.integer(Int64(bitPattern: transaction.endPosition.rawValue))]
+    }
+
+    /// Stores the position the file holds everything up to.
+    private static func store(_ position: LogSequenceNumber, in db: Database) throws {
+        var arguments = StatementArguments()
+        arguments.values = [.integer(Int64(bitPattern: position.rawValue))]
         try db.cachedStatement(sql: "UPDATE \(recordTable) SET position = ?").execute(arguments: arguments)
     }
 }

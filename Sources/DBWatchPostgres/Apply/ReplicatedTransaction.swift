@@ -1,7 +1,8 @@
 import DBWatch
 
 /// One PostgreSQL transaction of the change feed, with its values already
-/// converted for SQLite: it becomes one SQLite transaction.
+/// converted for SQLite: it is applied whole, in one SQLite transaction
+/// (alone, or with the transactions that arrived with it).
 struct ReplicatedTransaction: Sendable {
     /// The row changes, in the order PostgreSQL made them.
     var changes: [RowChange] = []

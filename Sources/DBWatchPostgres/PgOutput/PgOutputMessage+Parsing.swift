@@ -1,6 +1,6 @@
 extension PgOutputMessage {
-    /// Reads one message of `pgoutput` protocol version 1, as one row of
-    /// `pg_logical_slot_peek_binary_changes` gives it.
+    /// Reads one message of `pgoutput` protocol version 1, as one
+    /// `XLogData` message of the replication stream carries it.
     ///
     /// - Throws: ``PgOutputParseError``, with the offset of the faulty
     ///   field, for a truncated message, bytes after its end, an unknown

@@ -1,6 +1,6 @@
 /// One message of `pgoutput`, PostgreSQL's built-in logical decoding
-/// plugin, protocol version 1, as `pg_logical_slot_peek_binary_changes`
-/// returns it in its `data` column (one message per row).
+/// plugin, protocol version 1, as an `XLogData` message of the replication
+/// stream carries it (one message each).
 ///
 /// Reference: PostgreSQL's "Logical Replication Message Formats".
 enum PgOutputMessage: Sendable, Equatable {

@@ -13,6 +13,9 @@ struct ChangeAssembler {
         tableIndexByOID = Dictionary(uniqueKeysWithValues: tables.enumerated().map { ($1.oid, $0) })
     }
 
+    /// Whether a transaction's `Begin` was read without its `Commit`.
+    var hasOpenTransaction: Bool { transaction != nil }
+
     /// The transactions whose commit is among `messages`, in order (a read
     /// of the slot returns whole transactions, so none is left open), and
     /// the error that stopped the reading, if any: the transactions before

@@ -152,7 +152,12 @@ extension PostgresReplica {
 
     private func copyRows(of table: SourceTable, from source: SourceConnection) async throws {
         let statements = TableStatements(table)
-        let columns = table.columns.map { "\(quoted($0.name))::text" }.joined(separator: ", ")
+        // `format('%s', value)` writes a value with its type's output
+        // function, as `pgoutput` does; a cast to text may not
+        // (`char(n)::text` drops the padding, `bool::text` says `true`).
+        let columns = table.columns.map {
+            "CASE WHEN \(quoted($0.name)) IS NULL THEN NULL ELSE format('%s', \(quoted($0.name))) END"
+        }.joined(separator: ", ")
         let rows = try await source.connection.query(
             PostgresQuery(unsafeSQL: "SELECT \(columns) FROM \(table.sqlName)"),
             logger: logger)

@@ -1,131 +1,176 @@
 import DBWatch
 import Foundation
-import PostgresNIO
+import NIOCore
 
 extension PostgresReplica {
-    /// How often, while idle, the replica checks that its tables still
+    /// How often, while streaming, the replica checks that its tables still
     /// have the shape it copied (a `DROP` or an `ALTER` that no row change
     /// followed sends nothing in the change feed).
     static let catalogCheckInterval = Duration.seconds(1)
 
-    /// Polls the end of the log; when it moved, reads the slot and applies
-    /// what it returns, until cancelled or a fatal error.
+    /// Follows the change feed over a replication connection from the
+    /// file's position, applying each transaction as PostgreSQL streams it
+    /// and confirming what the file durably holds, until cancelled or a
+    /// fatal error. ``FeedStateMachine`` decides; this runs its I/O.
     ///
-    /// The position the replica claims (``Status/appliedPosition``) is
-    /// always a record boundary: the end of an applied transaction, or an
-    /// earlier `pg_current_wal_insert_lsn()` that the flushed log has
-    /// passed, after a read that reached the end. No commit record
-    /// straddles such a position, so moving the slot there skips nothing.
+    /// Path: ``ReplicationConnection`` (bytes, messages) →
+    /// ``FeedStateMachine/receive(_:)`` (transactions) →
+    /// ``ReplicaStore/apply(_:statements:)`` (SQLite) →
+    /// ``FeedStateMachine/batchApplied(through:)`` → a standby status update
+    /// and ``publishApplied(_:)``.
     func stream(from source: SourceConnection, record: ReplicaRecord) async throws {
-        // The slot may be behind the file (moved after the SQLite commit,
-        // so a lost connection or a crash in between leaves it there) or
-        // ahead of it (moved to a boundary that no transaction stored):
-        // start from where it is, and bring it to the file's position.
-        guard let confirmed = try await source.confirmedPosition(of: record.slot) else {
-            throw ReplicaError(.slotMissing, "the replica's slot \(record.slot) is gone from PostgreSQL")
-        }
-        var feed = FeedPosition(claimed: record.position, advanced: confirmed)
-        if feed.claimed > feed.advanced {
-            try await source.advanceSlot(record.slot, to: feed.claimed)
-            feed.advanced = feed.claimed
-        }
+        var machine = FeedStateMachine(
+            tables: record.tables, position: record.position, snapshot: record.copySnapshot)
         let statements = record.tables.map(TableStatements.init)
-        var lastCatalogCheck = ContinuousClock.now
-        while true {
-            try Task.checkCancellation()
-            let (insert, flush) = try await source.logPositions()
-            let moved = flush > feed.claimed
+        try await ReplicationConnection.withConnection(
+            to: server, settings: SourceConnection.sessionSettings, applicationName: record.slot, logger: logger
+        ) { connection in
+            let publications = quoted(record.publication).replacingOccurrences(of: "'", with: "''")
+            try await connection.startReplication(
+                """
+                START_REPLICATION SLOT \(quoted(record.slot)) LOGICAL \(record.position) \
+                (proto_version '1', publication_names '\(publications)')
+                """)
+            logger.debug("replica streams", metadata: ["slot": "\(record.slot)", "position": "\(record.position)"])
             update {
-                $0.sourcePosition = flush
                 $0.isConnected = true
                 if $0.lastError?.isRetried == true { $0.lastError = nil }
-                // Caught up: nothing committed is waiting.
-                if !moved { $0.lagSeconds = 0 }
             }
-            if moved {
-                try await readAndApply(source, record: record, statements: statements, feed: &feed, flush: flush)
-            }
-            if ContinuousClock.now - lastCatalogCheck >= Self.catalogCheckInterval {
-                lastCatalogCheck = .now
-                if let error = try await catalogChange(source, record: record) {
-                    // Changes committed before the DDL are still in the
-                    // feed (decoded with the catalog of their time):
-                    // apply them, then stop.
-                    let (_, flush) = try await source.logPositions()
-                    try await readAndApply(source, record: record, statements: statements, feed: &feed, flush: flush)
+            let shared = Locked(StreamShared(applied: machine.applied))
+            // The slot may be behind the file (confirmed after the SQLite
+            // commit, so a crash in between leaves it there).
+            try await connection.send(
+                FrontendMessage.copyData(machine.statusUpdate(replyRequested: false, now: Self.now)))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let channel = connection.channel
+                let activity = connection.activity
+                group.addTask {
+                    await self.watch(source, record: record, channel: channel, activity: activity, shared: shared)
+                }
+                do {
+                    try await receiveAndApply(connection, machine: &machine, statements: statements, shared: shared)
+                } catch {
+                    // The watcher closed the connection for a reason of its own.
+                    if let failure = shared.withLock({ $0.failure }) { throw failure }
                     throw error
                 }
-            } else if !moved {
-                try await Task.sleep(for: configuration.pollInterval)
             }
-            feed.boundary = insert
         }
     }
 
-    /// Reads the slot until a read reaches the end of the log, applying
-    /// every transaction after the claimed position.
-    private func readAndApply(
-        _ source: SourceConnection, record: ReplicaRecord, statements: [TableStatements], feed: inout FeedPosition,
-        flush: LogSequenceNumber
+    /// Receives, applies and confirms, until an error ends the feed.
+    private func receiveAndApply(
+        _ connection: ReplicationConnection, machine: inout FeedStateMachine, statements: [TableStatements],
+        shared: Locked<StreamShared>
     ) async throws {
-        var assembler = ChangeAssembler(tables: record.tables)
+        var confirmed = machine.applied
+        var catalogStopSeen = false
         while true {
-            let messages = try await source.peekChanges(
-                slot: record.slot, publication: record.publication, limit: configuration.changesPerRead)
-            let (assembled, stop) = assembler.transactions(in: messages)
-            var transactions = assembled.filter { $0.endPosition > feed.claimed }
-            if let snapshot = record.copySnapshot {
-                // The copy holds these already: only their position is
-                // stored.
-                for index in transactions.indices
-                where snapshot.holds(
-                    transactionID: transactions[index].transactionID,
-                    commitPosition: transactions[index].commitPosition)
-                {
-                    transactions[index].changes = []
-                }
-            }
-            if !transactions.isEmpty {
-                let applied: LogSequenceNumber?
+            let messages = try await connection.receiveStreaming()
+            let batch = machine.receive(messages)
+            var appliedThrough: LogSequenceNumber?
+            if !batch.transactions.isEmpty {
                 do {
-                    applied = try await store.apply(transactions, statements: statements)
+                    appliedThrough = try await store.apply(batch.transactions, statements: statements)
                 } catch let error as PartialApplyError {
                     if let position = error.appliedPosition { publishApplied(position) }
                     throw error.underlying
                 }
-                if let applied {
-                    feed.claimed = max(feed.claimed, applied)
-                }
                 let now = Date().timeIntervalSince1970
-                let changes = transactions.reduce(0) { $0 + $1.changes.count }
+                let changes = batch.transactions.reduce(0) { $0 + $1.changes.count }
                 update {
-                    $0.appliedTransactions += transactions.count
+                    $0.appliedTransactions += batch.transactions.count
                     $0.appliedChanges += changes
-                    if let last = transactions.last {
+                    if let last = batch.transactions.last {
                         $0.lagSeconds = max(0, now - (Double(last.commitTime) / 1_000_000 + 946_684_800))
                     }
                 }
             }
-            if let stop {
-                if feed.claimed > feed.advanced { try await source.advanceSlot(record.slot, to: feed.claimed) }
-                publishApplied(feed.claimed)
-                throw stop
+            var stop = machine.batchApplied(through: appliedThrough)
+            if !catalogStopSeen, let catalogStop = shared.withLock({ $0.catalogStop }) {
+                catalogStopSeen = true
+                stop = stop ?? machine.catalogChanged(catalogStop.0, at: catalogStop.1)
             }
-            let reachedEnd = messages.count < configuration.changesPerRead
-            if reachedEnd, let boundary = feed.boundary, boundary <= flush {
-                feed.claimed = max(feed.claimed, boundary)
+            publishApplied(machine.applied)
+            let serverEnd = machine.serverEnd
+            let received = machine.received
+            update {
+                if let serverEnd { $0.sourcePosition = max($0.sourcePosition ?? serverEnd, serverEnd) }
+                if batch.caughtUp {
+                    $0.lagSeconds = 0
+                    $0.sourcePosition = max($0.sourcePosition ?? received, received)
+                }
             }
-            if feed.claimed > feed.advanced {
-                try await source.advanceSlot(record.slot, to: feed.claimed)
-                feed.advanced = feed.claimed
+            if machine.applied > confirmed || batch.replyRequested || stop != nil {
+                confirmed = machine.applied
+                shared.withLock { ($0.applied, $0.received) = (confirmed, received) }
+                try await connection.send(
+                    FrontendMessage.copyData(machine.statusUpdate(replyRequested: false, now: Self.now)))
             }
-            publishApplied(feed.claimed)
-            if reachedEnd { return }
+            if let stop { throw stop }
         }
     }
 
+    /// Runs beside the stream: checks the catalog every
+    /// ``catalogCheckInterval``; asks PostgreSQL for a keepalive when the
+    /// connection was quiet for a while (so a live server always answers)
+    /// and, after a catalog change, until the stream reached it; closes the
+    /// connection when nothing came for ``Configuration/queryTimeout`` (a
+    /// peer that vanished without closing TCP).
+    private func watch(
+        _ source: SourceConnection, record: ReplicaRecord, channel: any Channel,
+        activity: Locked<ContinuousClock.Instant>, shared: Locked<StreamShared>
+    ) async {
+        let timeout = configuration.queryTimeout
+        let pingAfter = min(Duration.seconds(10), timeout / 3)
+        var lastCatalogCheck = ContinuousClock.now
+        var lastPing = ContinuousClock.now
+        var stopping = false
+        while !Task.isCancelled {
+            try? await Task.sleep(for: stopping ? .milliseconds(20) : .milliseconds(100))
+            if Task.isCancelled { return }
+            let now = ContinuousClock.now
+            let quiet = now - activity.withLock { $0 }
+            if quiet > timeout {
+                logger.warning("PostgreSQL sent nothing for \(quiet); reconnecting")
+                shared.withLock {
+                    $0.failure = ReplicaError(.sourceUnreachable, "PostgreSQL sent nothing for \(quiet)")
+                }
+                channel.close(promise: nil)
+                return
+            }
+            if !stopping, now - lastCatalogCheck >= Self.catalogCheckInterval {
+                lastCatalogCheck = now
+                do {
+                    if let error = try await catalogChange(source, record: record) {
+                        // Changes committed before the DDL are still in the
+                        // feed (decoded with the catalog of their time):
+                        // they are applied before the replica stops.
+                        let position = try await source.logPositions().insert
+                        shared.withLock { $0.catalogStop = (error, position) }
+                        stopping = true
+                    }
+                } catch {
+                    shared.withLock { $0.failure = ReplicaError(classifying: error) }
+                    channel.close(promise: nil)
+                    return
+                }
+            }
+            if stopping || (quiet >= pingAfter && now - lastPing >= pingAfter) {
+                lastPing = now
+                let (applied, received) = shared.withLock { ($0.applied, $0.received) }
+                let status = StreamingMessage.statusUpdate(
+                    received: max(received, applied), applied: applied, replyRequested: true, now: Self.now)
+                try? await ReplicationConnection.send(FrontendMessage.copyData(status), on: channel)
+            }
+        }
+    }
+
+    /// Now, in microseconds since 2000-01-01 UTC, as PostgreSQL counts.
+    static var now: Int64 { Int64((Date().timeIntervalSince1970 - 946_684_800) * 1_000_000) }
+
     /// The fatal error a table's current description gives, if it changed.
-    private func catalogChange(_ source: SourceConnection, record: ReplicaRecord) async throws -> ReplicaError? {
+    func catalogChange(_ source: SourceConnection, record: ReplicaRecord) async throws -> ReplicaError? {
         for table in record.tables {
             let current: SourceTable?
             do {
@@ -150,14 +195,13 @@ extension PostgresReplica {
     }
 }
 
-/// Where the replica is in the log.
-struct FeedPosition {
-    /// Every transaction up to here is applied and committed in SQLite.
-    var claimed: LogSequenceNumber
-    /// The slot's confirmed position, as far as this run moved it.
-    var advanced: LogSequenceNumber
-    /// A record boundary seen at the previous poll
-    /// (`pg_current_wal_insert_lsn()`): claimable once the flushed log
-    /// passed it and a read reached the end.
-    var boundary: LogSequenceNumber?
+/// What the streaming loop and its watcher share.
+struct StreamShared: Sendable {
+    /// The positions last confirmed to PostgreSQL.
+    var applied: LogSequenceNumber
+    var received: LogSequenceNumber = .zero
+    /// A catalog change the watcher found, and a log position after it.
+    var catalogStop: (ReplicaError, LogSequenceNumber)?
+    /// Why the watcher closed the connection.
+    var failure: ReplicaError?
 }

@@ -5,14 +5,17 @@ import ServiceLifecycle
 
 /// A live SQLite replica of PostgreSQL tables: it copies them into a
 /// DBWatch database, then applies every PostgreSQL transaction that changes
-/// them as one SQLite transaction, so live queries on the replica see each
-/// change as if it had been written locally. A ServiceLifecycle `Service`.
+/// them whole, as PostgreSQL streams it, so live queries on the replica see
+/// each change as if it had been written locally. A ServiceLifecycle
+/// `Service`.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: postgresConfiguration)
+/// let server = PostgresReplica.Server(
+///     host: "db.internal", username: "replica", password: secret, database: "app", tls: .disable)
 /// let pool = try DatabasePool(path: "replica.sqlite")
 /// let replica = PostgresReplica(
-///     client: client, database: pool,
+///     client: client, server: server, database: pool,
 ///     configuration: .init(tables: ["player", "team"]), logger: logger)
 /// let services = ServiceGroup(services: [client, replica], logger: logger)
 /// try await services.run()
@@ -26,14 +29,16 @@ import ServiceLifecycle
 ///   recognized by their transaction id (the snapshot's `xmin`, `xmax` and
 ///   transactions in progress, stored with the copy) and skipped, so none
 ///   is applied twice.
-/// - Each PostgreSQL transaction is one SQLite transaction, and the
-///   position after its commit is stored in that same transaction (table
-///   `dbwatch_replica`). The slot is read without consuming it and moved
-///   forward only after SQLite committed, so a crash at any point loses
+/// - Each PostgreSQL transaction is applied whole in one SQLite
+///   transaction (transactions that arrive together, a backlog, share
+///   one), and the position after the last commit is stored in that same
+///   transaction (table `dbwatch_replica`). The position is confirmed to
+///   PostgreSQL only after SQLite committed, so a crash at any point loses
 ///   nothing; on restart, transactions at or before the stored position
 ///   are skipped, so nothing is applied twice.
 public final class PostgresReplica: Service, Sendable {
     let client: PostgresClient
+    let server: Server
     let store: ReplicaStore
     let configuration: Configuration
     let logger: Logger
@@ -42,12 +47,16 @@ public final class PostgresReplica: Service, Sendable {
     let state = Locked(ReplicaState())
 
     /// A replica of `configuration`'s tables from `client`'s database into
-    /// `database`. Nothing happens before ``run()``; the client must be
-    /// running (`client.run()`, or both in one `ServiceGroup`).
+    /// `database`; the change feed streams over a replication connection to
+    /// `server` (the same database as `client`'s). Nothing happens before
+    /// ``run()``; the client must be running (`client.run()`, or both in one
+    /// `ServiceGroup`).
     public init(
-        client: PostgresClient, database: any DatabaseWriter, configuration: Configuration, logger: Logger
+        client: PostgresClient, server: Server, database: any DatabaseWriter, configuration: Configuration,
+        logger: Logger
     ) {
         self.client = client
+        self.server = server
         self.store = ReplicaStore(database: database)
         self.configuration = configuration
         self.logger = logger
@@ -98,8 +107,8 @@ public final class PostgresReplica: Service, Sendable {
         if configuration.publication == nil, configuration.tables.isEmpty {
             throw ReplicaError(.invalidConfiguration, "no table to replicate")
         }
-        if configuration.changesPerRead < 1 || configuration.rowsPerCopyTransaction < 1 {
-            throw ReplicaError(.invalidConfiguration, "changesPerRead and rowsPerCopyTransaction must be positive")
+        if configuration.rowsPerCopyTransaction < 1 {
+            throw ReplicaError(.invalidConfiguration, "rowsPerCopyTransaction must be positive")
         }
     }
 

@@ -33,6 +33,10 @@ extension ReplicaError {
             self = ReplicaError(.databaseFailed, "the replica's SQLite database: \(error)")
             return
         }
+        if let error = error as? PostgresServerError {
+            self.init(sqlState: error.sqlState, message: error.message, detail: error.detail)
+            return
+        }
         guard let error = error as? PSQLError else {
             self = ReplicaError(.unreadableChange, "\(error)")
             return
@@ -45,11 +49,18 @@ extension ReplicaError {
             self = ReplicaError(.sourceUnreachable, "PostgreSQL connection: \(error.code)")
             return
         }
-        let message = error.serverInfo?[.message] ?? "\(error.code)"
+        self.init(
+            sqlState: state, message: error.serverInfo?[.message] ?? "\(error.code)", detail: error.serverInfo?[.detail]
+        )
+    }
+
+    /// An error PostgreSQL reported with `sqlState`: retried, a missing
+    /// slot, or fatal ``Code/sourceNotReady``.
+    private init(sqlState state: String, message: String, detail: String?) {
         if Self.retriedStates.contains(state) || Self.retriedClasses.contains(String(state.prefix(2))) {
             self = ReplicaError(.sourceUnreachable, "PostgreSQL: \(message) (SQLSTATE \(state))")
         } else if message.contains("replication slot"),
-            state == "42704" || (message + (error.serverInfo?[.detail] ?? "")).contains("invalidated")
+            state == "42704" || (message + (detail ?? "")).contains("invalidated")
         {
             self = ReplicaError(.slotMissing, "PostgreSQL: \(message)")
         } else {

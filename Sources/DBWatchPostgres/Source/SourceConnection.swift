@@ -20,13 +20,17 @@ struct SourceConnection: Sendable {
         self.connection = connection
         self.logger = logger
         self.timeout = timeout
-        for setting in [
-            "SET DateStyle = ISO", "SET TimeZone = 'UTC'", "SET extra_float_digits = 3",
-            "SET bytea_output = hex", "SET IntervalStyle = postgres",
-        ] {
-            try await run(PostgresQuery(unsafeSQL: setting))
+        for (name, value) in Self.sessionSettings {
+            try await run(PostgresQuery(unsafeSQL: "SET \(name) = '\(value)'"))
         }
     }
+
+    /// The settings that fix the text of values, for the copy's session
+    /// and the replication connection's (where `pgoutput` writes them).
+    static let sessionSettings: [(String, String)] = [
+        ("DateStyle", "ISO"), ("TimeZone", "UTC"), ("extra_float_digits", "3"), ("bytea_output", "hex"),
+        ("IntervalStyle", "postgres"),
+    ]
 
     /// A connection whose session is already set up.
     private init(configured connection: PostgresConnection, timeout: Duration, logger: Logger) {
@@ -156,35 +160,6 @@ struct SourceConnection: Sendable {
     /// Drops a publication if it exists.
     func dropPublicationIfExists(_ name: String) async throws {
         try await run(PostgresQuery(unsafeSQL: "DROP PUBLICATION IF EXISTS \(quoted(name))"))
-    }
-
-    /// The `pgoutput` messages of the transactions committed after the slot's
-    /// confirmed position, without consuming them: whole transactions, and
-    /// more than `limit` messages only to finish the last transaction. Fewer
-    /// than `limit` messages means the read reached the end of the log
-    /// flushed when it started.
-    func peekChanges(slot: String, publication: String, limit: Int) async throws -> [[UInt8]] {
-        try await guarded { [connection, logger] in
-            let rows = try await connection.query(
-                """
-                SELECT data FROM pg_logical_slot_peek_binary_changes(\(slot), NULL, \(limit)::int, \
-                'proto_version', '1', 'publication_names', \(quoted(publication)))
-                """,
-                logger: logger)
-            var messages: [[UInt8]] = []
-            for try await row in rows {
-                guard let buffer = row.makeRandomAccess()[0].bytes else { continue }
-                messages.append(Array(buffer.readableBytesView))
-            }
-            return messages
-        }
-    }
-
-    /// Moves the slot's confirmed position, so PostgreSQL may recycle the
-    /// log before it. Called only after the SQLite transaction that stored
-    /// the position committed.
-    func advanceSlot(_ slot: String, to position: LogSequenceNumber) async throws {
-        try await run("SELECT pg_replication_slot_advance(\(slot), \(position.description)::pg_lsn)::text")
     }
 }
 

@@ -61,12 +61,6 @@ struct ReplicateCommand: AsyncParsableCommand {
             "Replicate every table of this existing publication instead of --table.", valueName: "name"))
     var publication: String?
 
-    @Option(
-        name: .customLong("poll-interval-ms"),
-        help: ArgumentHelp(
-            "While idle, ask PostgreSQL whether its log moved every this many milliseconds.", valueName: "ms"))
-    var pollIntervalMilliseconds: Int = 5
-
     @Flag(help: "Print no status lines, only a fatal error.")
     var quiet = false
 
@@ -83,18 +77,12 @@ struct ReplicateCommand: AsyncParsableCommand {
         for table in tables where !seen.insert(table).inserted {
             throw ValidationError("--table \(CellText.sanitized(table)) is given twice.")
         }
-        if !(1...60_000).contains(pollIntervalMilliseconds) {
-            throw ValidationError("--poll-interval-ms must be between 1 and 60000.")
-        }
     }
 
     /// The replica's configuration from the options.
     var replicaConfiguration: PostgresReplica.Configuration {
-        var configuration =
-            publication.map { PostgresReplica.Configuration(publication: $0) }
+        publication.map { PostgresReplica.Configuration(publication: $0) }
             ?? PostgresReplica.Configuration(tables: tables)
-        configuration.pollInterval = .milliseconds(pollIntervalMilliseconds)
-        return configuration
     }
 
     func run() async throws {
@@ -111,7 +99,7 @@ struct ReplicateCommand: AsyncParsableCommand {
         let silent = Logger(label: "dbwatch", factory: { _ in SwiftLogNoOpLogHandler() })
         let client = PostgresClient(configuration: url.clientConfiguration, backgroundLogger: silent)
         let replica = PostgresReplica(
-            client: client, database: pool, configuration: replicaConfiguration,
+            client: client, server: url.replicaServer, database: pool, configuration: replicaConfiguration,
             // Its warnings (a retry) and errors (its end) are the status lines and the exit's message.
             logger: silent)
         let group = ServiceGroup(configuration: .init(services: [client, replica], logger: silent))

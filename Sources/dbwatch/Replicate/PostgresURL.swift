@@ -1,4 +1,5 @@
 import ArgumentParser
+import DBWatchPostgres
 import Foundation
 import Logging
 import PostgresNIO
@@ -109,6 +110,19 @@ struct PostgresURL: Sendable, Equatable {
         case .require: tls = .require(.makeClientConfiguration())
         }
         return PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: tls)
+    }
+
+    /// The replica's replication connection: the same server, user,
+    /// password, database and TLS as ``clientConfiguration``.
+    var replicaServer: PostgresReplica.Server {
+        let tls: PostgresReplica.Server.TLS
+        switch sslMode {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(.makeClientConfiguration())
+        case .require: tls = .require(.makeClientConfiguration())
+        }
+        return PostgresReplica.Server(
             host: host, port: port, username: username, password: password, database: database, tls: tls)
     }
 

@@ -1,11 +1,32 @@
 import DBWatch
+import Glibc
 import DBWatchPostgres
 import DBWatchTestSupport
+import Foundation
 import Logging
 import PostgresNIO
 
-/// A logger that drops everything: tests read the replica's status instead.
-let quietLogger = Logger(label: "dbwatch.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+/// Waits until `condition` holds (it may query a server), checking every
+/// 10 ms; fails with ``TimeoutError`` after `seconds`.
+func waitUntilAsync(seconds: Double = defaultTestTimeout, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TimeoutError(seconds: seconds) }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// A logger that drops everything: tests read the replica's status
+/// instead. With `DBWATCH_TEST_LOG=1` in the environment, it writes every
+/// message to standard error, for a failing test's story.
+let quietLogger: Logger = {
+    guard ProcessInfo.processInfo.environment["DBWATCH_TEST_LOG"] != nil else {
+        return Logger(label: "dbwatch.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    }
+    var logger = Logger(label: "dbwatch.tests.postgres", factory: { StreamLogHandler.standardError(label: $0) })
+    logger.logLevel = .debug
+    return logger
+}()
 
 /// Runs `body` with a `PostgresClient` of `server` that runs meanwhile.
 func withClient<T>(
@@ -85,6 +106,13 @@ extension PostgresReplica {
 }
 
 extension PostgresServer {
+    /// The replication connection's server: this one, as `postgres`,
+    /// without TLS.
+    func replicaServer(database: String? = nil) -> PostgresReplica.Server {
+        PostgresReplica.Server(
+            host: host, port: port, username: username, database: database ?? self.database, tls: .disable)
+    }
+
     /// Runs SQL statements, each in its own transaction (psql's default).
     @discardableResult
     func run(_ statements: String...) async throws -> String {
@@ -131,12 +159,13 @@ struct ReplicaScene {
         tables: [String], configure: (inout PostgresReplica.Configuration) -> Void = { _ in }
     ) -> PostgresReplica {
         var configuration = PostgresReplica.Configuration(tables: tables)
-        configuration.pollInterval = .milliseconds(2)
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maximumRetryDelay = .milliseconds(200)
         configuration.queryTimeout = .seconds(5)
         configure(&configuration)
-        return PostgresReplica(client: client, database: pool, configuration: configuration, logger: quietLogger)
+        return PostgresReplica(
+            client: client, server: server.replicaServer(), database: pool, configuration: configuration,
+            logger: quietLogger)
     }
 
     /// The replica file's rows of `table`, as ``TableDump`` writes them.
@@ -147,6 +176,22 @@ struct ReplicaScene {
     /// PostgreSQL's rows of `table`, as ``TableDump`` writes them.
     func sourceRows(_ table: String, columns: [String], key: String = "id") async throws -> String {
         try await TableDump.postgres(server, table: table, columns: columns, key: key)
+    }
+
+    /// The pid of the process streaming to a replica (a `walsender`
+    /// whose session is named after the slot), waiting until there is one.
+    func walSenderPID() async throws -> pid_t? {
+        var found: pid_t?
+        try await waitUntilAsync {
+            let pids = try await server.psql(
+                """
+                SELECT pid FROM pg_stat_activity \
+                WHERE backend_type = 'walsender' AND application_name LIKE 'dbwatch%'
+                """)
+            found = pids.split(separator: "\n").first.flatMap { pid_t($0) }
+            return found != nil
+        }
+        return found
     }
 
     /// The names of the replication slots in the server.
