@@ -75,19 +75,25 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
     private let path: String
     private let recorder: Recorder
     private let marker: [UInt8]
+    private let headers: [(String, String)]
     private var pending: [UInt8] = []
 
-    init(client: Int, path: String, recorder: Recorder, marker: [UInt8] = ServerSentEventsHandler.roundField) {
+    init(
+        client: Int, path: String, recorder: Recorder, marker: [UInt8] = ServerSentEventsHandler.roundField,
+        headers: [(String, String)] = []
+    ) {
         self.client = client
         self.path = path
         self.recorder = recorder
         self.marker = marker
+        self.headers = headers
     }
 
     func channelActive(context: ChannelHandlerContext) {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
         head.headers.add(name: "Host", value: "127.0.0.1")
         head.headers.add(name: "Accept", value: "text/event-stream")
+        for (name, value) in headers { head.headers.add(name: name, value: value) }
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         context.fireChannelActive()
@@ -167,7 +173,8 @@ final class ServerSentEventsHandler: ChannelInboundHandler {
 /// clients' first values, so that the server's accept queue never overflows.
 func connectClients(
     count: Int, path: (Int) -> String, port: Int, group: any EventLoopGroup, recorder: Recorder,
-    marker: [UInt8] = ServerSentEventsHandler.roundField, batch: Int = 500, timeoutSeconds: Double = 60
+    marker: [UInt8] = ServerSentEventsHandler.roundField, headers: [(String, String)] = [], batch: Int = 500,
+    timeoutSeconds: Double = 60
 ) async throws -> [any Channel] {
     var channels: [any Channel] = []
     channels.reserveCapacity(count)
@@ -185,7 +192,8 @@ func connectClients(
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(
                             ServerSentEventsHandler(
-                                client: client, path: clientPath, recorder: recorder, marker: marker))
+                                client: client, path: clientPath, recorder: recorder, marker: marker,
+                                headers: headers))
                     }
                 }
                 .connect(host: "127.0.0.1", port: port)

@@ -15,14 +15,16 @@ struct LoadOptions {
     var childTaskBaseline = false
 
     static let usage = """
-        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve]
+        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve,serve-auth]
                                  [--server PATH] [--dbwatch PATH] [--child-task-baseline]
 
           --runs N      run each scenario N times; print median [min – max]
           --clients L   numbers of SSE clients (each also needs one open file here and one in the server)
           --writes N    measured writes per fan-out (one per second, after 2 unmeasured)
           --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4),
-                        serve (issue 17: `dbwatch serve`, writes by this process; only when named)
+                        serve (issue 17: `dbwatch serve`, writes by this process; only when named),
+                        serve-auth (issue 24: `dbwatch serve` without auth, with a token, with a JWT;
+                        only when named)
           --server P    the dbwatch-bench-server executable (default: next to this one)
           --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
                         .build/release/dbwatch in the current directory)
@@ -93,7 +95,8 @@ struct LoadMain {
                 + "\(options.runs) run\(options.runs == 1 ? "" : "s"), clients \(options.clients), "
                 + "\(options.writes) measured writes per fan-out")
         let scenarios =
-            options.only.isEmpty ? ["fanout", "rows"] : ["fanout", "rows", "serve"].filter(options.only.contains)
+            options.only.isEmpty
+            ? ["fanout", "rows"] : ["fanout", "rows", "serve", "serve-auth"].filter(options.only.contains)
         for run in 1...options.runs {
             for scenario in scenarios {
                 for clients in options.clients {
@@ -103,11 +106,13 @@ struct LoadMain {
                     switch scenario {
                     case "fanout": try await scenarioResults.fanOut()
                     case "rows": try await scenarioResults.rows()
+                    case "serve-auth": try await scenarioResults.serveAuthentication(run: run)
                     default: try await scenarioResults.serve()
                     }
                 }
             }
             results.derive(clients: options.clients)
+            results.deriveAuthentication(clients: options.clients)
         }
         results.print()
         try await group.shutdownGracefully()
@@ -328,7 +333,7 @@ final class Results {
         add("\(key) p99, ms", percentile(sorted, 0.99))
     }
 
-    private func last(_ key: String) -> Double? { values[key]?.last }
+    func last(_ key: String) -> Double? { values[key]?.last }
 
     /// The ratios of one run, from its own numbers.
     func derive(clients: [Int]) {
