@@ -26,7 +26,9 @@ public let defaultTestTimeout: Double = isThreadSanitized ? 180 : 60
 
 /// Runs `body` and fails with ``TimeoutError`` if it has not finished after
 /// `seconds`, without waiting for a stuck body (which is cancelled and left
-/// behind), so a hang fails the test instead of CI.
+/// behind), so a hang fails the test instead of CI. Time that `body` spends
+/// waiting its turn for a resource the tests share (a PostgreSQL server
+/// slot, ``TestDeadline/excludingWait(_:)``) does not count.
 public func withTimeout<T: Sendable>(
     seconds: Double = defaultTestTimeout, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -37,21 +39,95 @@ public func withTimeout<T: Sendable>(
             return continuation
         }
     }
+    let deadline = TestDeadline(parent: TestDeadline.current)
     return try await withCheckedThrowingContinuation { continuation in
         slot.withLock { $0 = continuation }
         let task = Task {
             do {
-                let value = try await body()
+                let value = try await TestDeadline.$current.withValue(deadline) { try await body() }
                 take()?.resume(returning: value)
             } catch {
                 take()?.resume(throwing: error)
             }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-            if let continuation = take() {
+        @Sendable func expire() {
+            if let moreTime = deadline.takeExtension() {
+                DispatchQueue.global().asyncAfter(deadline: .now() + moreTime, execute: expire)
+            } else if let continuation = take() {
                 task.cancel()
                 continuation.resume(throwing: TimeoutError(seconds: seconds))
             }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: expire)
+    }
+}
+
+/// The deadline of a ``withTimeout(seconds:_:)`` step, which a wait for a
+/// resource the tests share moves later by the time waited: a test queued
+/// behind others for one of the few PostgreSQL servers a test process may
+/// run is slow, not hung.
+public final class TestDeadline: Sendable {
+    /// The deadline of the innermost step of the current task.
+    @TaskLocal public static var current: TestDeadline?
+
+    private struct State {
+        /// Waits that ended, not yet added to the deadline.
+        var waited: Double = 0
+        /// Waits in progress, by when they started.
+        var waitingSince: [UInt64: DispatchTime] = [:]
+        var nextWait: UInt64 = 0
+    }
+
+    private let parent: TestDeadline?
+    private let state = Protected(State())
+
+    init(parent: TestDeadline?) {
+        self.parent = parent
+    }
+
+    /// Runs `body`, a wait for a shared resource, whose time the deadlines
+    /// of the current step and of the steps around it do not count.
+    public static func excludingWait<T>(_ body: () async throws -> T) async rethrows -> T {
+        var deadlines: [TestDeadline] = []
+        var deadline = current
+        while let next = deadline {
+            deadlines.append(next)
+            deadline = next.parent
+        }
+        let waits = deadlines.map { $0.startWait() }
+        defer { for (deadline, wait) in zip(deadlines, waits) { deadline.endWait(wait) } }
+        return try await body()
+    }
+
+    private func startWait() -> UInt64 {
+        state.withLock { state in
+            state.nextWait += 1
+            state.waitingSince[state.nextWait] = .now()
+            return state.nextWait
+        }
+    }
+
+    private func endWait(_ wait: UInt64) {
+        state.withLock { state in
+            guard let start = state.waitingSince.removeValue(forKey: wait) else { return }
+            state.waited += Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        }
+    }
+
+    /// The time the deadline moves by now: the waits that ended since the
+    /// last call, and at least a second while one is in progress; nil when
+    /// the deadline has passed.
+    func takeExtension() -> Double? {
+        state.withLock { state in
+            let now = DispatchTime.now()
+            var moreTime = state.waited
+            state.waited = 0
+            for (wait, start) in state.waitingSince {
+                moreTime += Double(now.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+                state.waitingSince[wait] = now
+            }
+            if !state.waitingSince.isEmpty { moreTime = max(moreTime, 1) }
+            return moreTime > 0.001 ? moreTime : nil
         }
     }
 }
