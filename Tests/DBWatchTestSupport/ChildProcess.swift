@@ -83,6 +83,8 @@ public final class ChildProcess: Sendable {
         let id: Int
         let condition: @Sendable (Snapshot) -> Bool
         let continuation: CheckedContinuation<Snapshot, any Error>
+        /// Run on the thread that read the output, the moment the condition holds.
+        var onMatch: (@Sendable () -> Void)?
     }
 
     private struct State {
@@ -188,6 +190,7 @@ public final class ChildProcess: Sendable {
             var ready: [(CheckedContinuation<Snapshot, any Error>, Snapshot)] = []
             state.waiters.removeAll { waiter in
                 guard waiter.condition(snapshot) else { return false }
+                waiter.onMatch?()
                 ready.append((waiter.continuation, snapshot))
                 return true
             }
@@ -217,15 +220,20 @@ public final class ChildProcess: Sendable {
     /// Waits until `condition` holds for what was printed, or fails after
     /// `timeout` seconds with everything printed so far.
     public func wait(
-        for what: String, timeout: Double = defaultTestTimeout, until condition: @escaping @Sendable (Snapshot) -> Bool
+        for what: String, timeout: Double = defaultTestTimeout,
+        onMatch: (@Sendable () -> Void)? = nil, until condition: @escaping @Sendable (Snapshot) -> Bool
     ) async throws -> Snapshot {
         try await withCheckedThrowingContinuation { continuation in
             let immediate = state.withLock { state -> Snapshot? in
                 let snapshot = state.snapshot
-                if condition(snapshot) { return snapshot }
+                if condition(snapshot) {
+                    onMatch?()
+                    return snapshot
+                }
                 let id = state.nextWaiterID
                 state.nextWaiterID += 1
-                state.waiters.append(Waiter(id: id, condition: condition, continuation: continuation))
+                state.waiters.append(
+                    Waiter(id: id, condition: condition, continuation: continuation, onMatch: onMatch))
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
                     expire(waiter: id, what: what, timeout: timeout)
                 }
@@ -254,6 +262,18 @@ public final class ChildProcess: Sendable {
     /// Waits until standard error contains `text`.
     public func wait(forError text: String, timeout: Double = defaultTestTimeout) async throws -> Snapshot {
         try await wait(for: "standard error containing \(text)", timeout: timeout) { $0.stderr.contains(text) }
+    }
+
+    /// Sends Ctrl-C (`SIGINT`) the moment standard error contains `text`,
+    /// from the thread that read it, and returns then. A test that must
+    /// interrupt a wait within the child's own timeout (a busy timeout of a
+    /// few seconds) does not depend on how soon a loaded machine resumes it.
+    @discardableResult
+    public func interrupt(whenError text: String, timeout: Double = defaultTestTimeout) async throws -> Snapshot {
+        let pid = pid
+        return try await wait(
+            for: "standard error containing \(text)", timeout: timeout, onMatch: { Glibc.kill(pid, SIGINT) }
+        ) { $0.stderr.contains(text) }
     }
 
     /// Waits until standard output holds `count` complete lines.

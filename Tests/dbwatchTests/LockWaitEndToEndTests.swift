@@ -18,8 +18,8 @@ struct LockWaitEndToEndTests {
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 let run = try DBWatchRun.start(["demo", "--db", path, "--seed", "1"])
                 defer { run.kill() }
-                _ = try await run.wait(forError: "waiting for another connection's lock", timeout: 20)
-                run.interrupt()
+                // Sent as the notice is read: a loaded machine resuming this test late must not let the busy timeout end the wait first.
+                try await run.interrupt(whenError: "waiting for another connection's lock", timeout: 20)
                 return try await run.waitForExit(timeout: 20)
             }
             #expect(snapshot.exitStatus == 130, "\(snapshot)")
@@ -38,8 +38,8 @@ struct LockWaitEndToEndTests {
             let snapshot = try await withDatabaseLocked(path, by: "BEGIN EXCLUSIVE") {
                 let run = try DBWatchRun.start(["watch", path, "SELECT count(*) FROM existing"])
                 defer { run.kill() }
-                _ = try await run.wait(forError: "waiting for another connection's lock", timeout: 20)
-                run.interrupt()
+                // Sent as the notice is read: a loaded machine resuming this test late must not let the busy timeout end the wait first.
+                try await run.interrupt(whenError: "waiting for another connection's lock", timeout: 20)
                 return try await run.waitForExit(timeout: 20)
             }
             #expect(snapshot.exitStatus == 130, "\(snapshot)")
