@@ -183,9 +183,22 @@ extension Bench {
         _ = try await client.query("DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history")
     }
 
-    /// Commits an update of a replicated row; returns the log position after it.
+    /// Commits an update of a replicated row on a new connection (the
+    /// client's pool backs off after refused connections); returns the log
+    /// position after it.
     private func markerCommit() async throws -> LogSequenceNumber {
-        _ = try await client.query("UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1")
-        return try await PostgresReplica.currentPosition(of: client)
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: postgres.port, username: "postgres", password: nil, database: "postgres",
+            tls: .disable)
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: quietLogger)
+        defer { Task { try? await connection.close() } }
+        _ = try await connection.query(
+            "UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1", logger: quietLogger)
+        for try await text in try await connection.query(
+            "SELECT pg_current_wal_insert_lsn()::text", logger: quietLogger
+        ).decode(String.self) {
+            if let position = LogSequenceNumber(text) { return position }
+        }
+        throw BenchError("no log position")
     }
 }
