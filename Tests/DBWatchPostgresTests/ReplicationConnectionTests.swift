@@ -38,58 +38,56 @@ struct ReplicationConnectionTests {
             database: postgres.database, tls: tls)
     }
 
-    @Test("SCRAM-SHA-256 and MD5 users connect with their password", arguments: ["scram", "md5"])
-    func passwordsAuthenticate(method: String) async throws {
-        let user = method == "scram" ? PostgresServer.PasswordUser.scram : .md5
-        try await withPostgresServer { postgres in
-            try await postgres.createPasswordUsers()
-            #expect(try await Self.sessionUsesTLS(Self.server(postgres, user: user)) == "false")
-        }
-    }
+    // One server per test: the tests of the suite share a few servers at
+    // a time (PostgresServerSlots), and waiting for one counts against
+    // every test's timeout.
 
-    @Test("A wrong password is a fatal sourceNotReady, not retried", arguments: ["scram", "md5"])
-    func wrongPasswordIsFatal(method: String) async throws {
-        let user = method == "scram" ? PostgresServer.PasswordUser.scram : .md5
+    @Test(
+        "SCRAM-SHA-256, MD5 and trust authenticate; a wrong password is a fatal sourceNotReady; TLS required from a server without TLS is refused, preferred it falls back to plain TCP"
+    )
+    func authenticationWithoutTLS() async throws {
         try await withPostgresServer { postgres in
             try await postgres.createPasswordUsers()
-            let error = await #expect(throws: ReplicaError.self) {
-                _ = try await Self.sessionUsesTLS(Self.server(postgres, user: user, password: "wrong"))
+            for user in [PostgresServer.PasswordUser.scram, .md5] {
+                let ssl = try await Self.sessionUsesTLS(Self.server(postgres, user: user))
+                #expect(ssl == "false", "\(user.method)")
+                let error = await #expect(throws: ReplicaError.self) {
+                    _ = try await Self.sessionUsesTLS(Self.server(postgres, user: user, password: "wrong"))
+                }
+                #expect(error?.code == .sourceNotReady, "\(user.method)")
+                #expect(error?.isRetried == false)
             }
-            #expect(error?.code == .sourceNotReady)
-            #expect(error?.isRetried == false)
-        }
-    }
-
-    @Test("Trust authentication needs no password")
-    func trustAuthenticates() async throws {
-        try await withPostgresServer { postgres in
-            let ssl = try await Self.sessionUsesTLS(postgres.replicaServer())
+            let trusted = try await Self.sessionUsesTLS(postgres.replicaServer())
+            #expect(trusted == "false")
+            let required = await #expect(throws: ReplicaError.self) {
+                _ = try await Self.sessionUsesTLS(
+                    PostgresReplica.Server(
+                        host: postgres.host, port: postgres.port, username: postgres.username,
+                        database: postgres.database, tls: .require(.makeClientConfiguration())))
+            }
+            #expect(required?.code == .sourceNotReady)
+            let preferred = PostgresReplica.Server(
+                host: postgres.host, port: postgres.port, username: postgres.username, database: postgres.database,
+                tls: .prefer(.makeClientConfiguration()))
+            let ssl = try await Self.sessionUsesTLS(preferred)
             #expect(ssl == "false")
         }
     }
 
-    @Test("TLS with the test's certificate authority and full verification encrypts the session")
-    func verifiedTLS() async throws {
+    @Test(
+        "TLS verified by the test's certificate authority encrypts the session; another name or an untrusted authority is refused; a TLS-only user is refused without TLS"
+    )
+    func tls() async throws {
         try await withPostgresServer(tls: true) { postgres in
             try await postgres.createPasswordUsers()
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.trustRoots = .file(postgres.certificateAuthorityFile)
             let server = Self.server(postgres, user: .tls, tls: .require(tls), byName: true)
             #expect(try await Self.sessionUsesTLS(server) == "true")
-            // A user that only TLS may connect is refused without it.
             let plain = await #expect(throws: ReplicaError.self) {
                 _ = try await Self.sessionUsesTLS(Self.server(postgres, user: .tls))
             }
             #expect(plain?.code == .sourceNotReady)
-        }
-    }
-
-    @Test("TLS refuses a certificate of another name, or one no trusted authority signed")
-    func unverifiedTLSFails() async throws {
-        try await withPostgresServer(tls: true) { postgres in
-            try await postgres.createPasswordUsers()
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .file(postgres.certificateAuthorityFile)
             // The certificate names localhost, not the address.
             let otherName = Self.server(postgres, user: .tls, tls: .require(tls))
             let wrongName = await #expect(throws: ReplicaError.self) { _ = try await Self.sessionUsesTLS(otherName) }
@@ -107,24 +105,6 @@ struct ReplicationConnectionTests {
             unverified.certificateVerification = .none
             #expect(
                 try await Self.sessionUsesTLS(Self.server(postgres, user: .tls, tls: .require(unverified))) == "true")
-        }
-    }
-
-    @Test("TLS required from a server without TLS is refused; preferred, it falls back to plain TCP")
-    func tlsRequiredFromAPlainServer() async throws {
-        try await withPostgresServer { postgres in
-            let required = await #expect(throws: ReplicaError.self) {
-                _ = try await Self.sessionUsesTLS(
-                    PostgresReplica.Server(
-                        host: postgres.host, port: postgres.port, username: postgres.username,
-                        database: postgres.database, tls: .require(.makeClientConfiguration())))
-            }
-            #expect(required?.code == .sourceNotReady)
-            let preferred = PostgresReplica.Server(
-                host: postgres.host, port: postgres.port, username: postgres.username, database: postgres.database,
-                tls: .prefer(.makeClientConfiguration()))
-            let ssl = try await Self.sessionUsesTLS(preferred)
-            #expect(ssl == "false")
         }
     }
 

@@ -40,7 +40,10 @@ struct SourceFailureTests {
                 let pid = try #require(try await scene.walSenderPID())
                 kill(pid, SIGSTOP)
                 do {
-                    try await waitUntil { replica.status.lastError?.message.contains("sent nothing") == true }
+                    // Given up on: "sent nothing", then (retrying) the slot
+                    // still held by the stopped process; either may be the
+                    // last error when the test looks.
+                    try await waitUntil { replica.status.lastError?.code == .sourceUnreachable }
                 } catch {
                     kill(pid, SIGCONT)
                     throw error
@@ -64,7 +67,7 @@ struct SourceFailureTests {
             let replica = scene.replica(tables: ["player"]) { $0.queryTimeout = .seconds(60) }
             try await withRunningReplica(replica) { _ in
                 try await replica.catchUp(with: scene.client)
-                for round in 1...5 {
+                for round in 1...4 {
                     try await scene.server.run("INSERT INTO player VALUES (\(round), 0)")
                     try await scene.server.stop(modes: [mode])
                     try await scene.server.start()

@@ -204,18 +204,16 @@ extension Bench {
     }
 
     /// The writers commit while the replica is stopped; then a replica
-    /// starts on the same file and applies the backlog. Also times
-    /// PostgreSQL decoding the same backlog from a slot of its own
-    /// (`count(*)`: decoding alone; rows fetched: decoding and transfer).
-    func applyBacklog(rowsPerTransaction k: Int, changesPerRead: Int, key: String) async throws {
+    /// starts on the same file and applies the backlog as PostgreSQL
+    /// streams it. Also times PostgreSQL decoding the same backlog from a
+    /// slot of its own (`count(*)`: decoding alone; rows fetched: decoding
+    /// and transfer).
+    func applyBacklog(rowsPerTransaction k: Int) async throws {
         let writers = workload(rowsPerTransaction: k)
         let total = writers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } }
         let table = try await createLoadTable()
         let pool = try DatabasePool(path: newFile("apply-backlog"))
-        let configure: @Sendable (inout PostgresReplica.Configuration) -> Void = {
-            $0.changesPerRead = changesPerRead
-        }
-        let first = try await startReplica(table: table, pool: pool, configure: configure)
+        let first = try await startReplica(table: table, pool: pool) { _ in }
         try await first.stop()
         let probeSlot = "bench_probe_\(table)"
         let publication = "bench_pub_\(table)"
@@ -237,7 +235,7 @@ extension Bench {
         let serverCPUStart = serverCPUNanoseconds()
         let second = RunningReplica(
             PostgresReplica(
-                client: client, database: pool, configuration: configuration(table: table, configure),
+                client: client, server: server, database: pool, configuration: configuration(table: table) { _ in },
                 logger: quietLogger))
         do {
             try await second.replica.waitUntilApplied(position, timeout: .seconds(900))
@@ -275,55 +273,22 @@ extension Bench {
             }
         }
         let fetchSeconds = Double(nowNanoseconds() - decodeStart) / 1e9
-        // The replica's read pattern on the probe slot: peek at most
-        // `changesPerRead` messages, advance the slot past them, again.
-        decodeStart = nowNanoseconds()
-        let patternCPUStart = serverCPUNanoseconds()
-        var reads = 0
-        while reads < 10_000 {
-            reads += 1
-            var last: String?
-            var count = 0
-            let limited =
-                "pg_logical_slot_peek_binary_changes('\(probeSlot)', NULL, \(changesPerRead), 'proto_version', '1', 'publication_names', '\(publication)')"
-            for try await lsn in try await client.query(PostgresQuery(unsafeSQL: "SELECT lsn::text FROM \(limited)"))
-                .decode(String.self)
-            {
-                last = lsn
-                count += 1
-            }
-            guard let last else { break }
-            _ = try await client.query(
-                PostgresQuery(unsafeSQL: "SELECT pg_replication_slot_advance('\(probeSlot)', '\(last)'::pg_lsn)::text"))
-            if count < changesPerRead { break }
-        }
-        let patternSeconds = Double(nowNanoseconds() - decodeStart) / 1e9
-        let patternCPU = Double(serverCPUNanoseconds() - patternCPUStart) / 1e9
         _ = try await client.query(PostgresQuery(unsafeSQL: "SELECT pg_drop_replication_slot('\(probeSlot)')"))
         _ = try await client.query(PostgresQuery(unsafeSQL: "DROP PUBLICATION \(publication)"))
         _ = try await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)"))
 
-        let name = "\(k)-row tx, backlog" + (key.isEmpty ? "" : ", changesPerRead \(changesPerRead)")
-        results.add("apply.k\(k).backlog\(key)", "2. \(name): applied", Double(total) / seconds, "rows/s")
-        results.add("apply.k\(k).backlog\(key).seconds", "   replica: whole backlog", seconds, "s")
+        results.add("apply.k\(k).backlog", "2. \(k)-row tx, backlog: applied", Double(total) / seconds, "rows/s")
+        results.add("apply.k\(k).backlog.seconds", "   replica: whole backlog", seconds, "s")
+        results.add("apply.k\(k).backlog.cpu", "   CPU of this process meanwhile (parse, SQLite)", processCPU, "s")
+        results.add("apply.k\(k).backlog.pgcpu", "   CPU of PostgreSQL meanwhile (decoding)", serverCPU, "s")
         results.add(
-            "apply.k\(k).backlog\(key).cpu", "   CPU of this process meanwhile (parse, SQLite)", processCPU, "s")
-        results.add("apply.k\(k).backlog\(key).pgcpu", "   CPU of PostgreSQL meanwhile (decoding)", serverCPU, "s")
+            "apply.k\(k).backlog.pg", "   PostgreSQL commits alone (\(options.writers) connections)",
+            Double(total) / writeSeconds, "rows/s")
+        results.add("apply.k\(k).backlog.pgwritecpu", "   CPU of PostgreSQL for the commits alone", writeCPU, "s")
+        results.add("apply.k\(k).backlog.decode", "   PostgreSQL decoding it alone (count(*))", decodeSeconds, "s")
         results.add(
-            "apply.k\(k).backlog\(key).pattern",
-            "   peek \(changesPerRead) + advance, repeated, on a probe slot (\(reads) reads)",
-            patternSeconds, "s")
-        results.add("apply.k\(k).backlog\(key).patterncpu", "   … CPU of PostgreSQL for it", patternCPU, "s")
-        if key.isEmpty {
-            results.add(
-                "apply.k\(k).backlog.pg", "   PostgreSQL commits alone (\(options.writers) connections)",
-                Double(total) / writeSeconds, "rows/s")
-            results.add("apply.k\(k).backlog.pgwritecpu", "   CPU of PostgreSQL for the commits alone", writeCPU, "s")
-            results.add("apply.k\(k).backlog.decode", "   PostgreSQL decoding it alone (count(*))", decodeSeconds, "s")
-            results.add(
-                "apply.k\(k).backlog.fetch", "   decoding + fetching it (\(messages) messages, \(bytes / 1024) KiB)",
-                fetchSeconds, "s")
-        }
+            "apply.k\(k).backlog.fetch", "   decoding + fetching it (\(messages) messages, \(bytes / 1024) KiB)",
+            fetchSeconds, "s")
     }
 }
 

@@ -6,7 +6,7 @@ import PostgresNIO
 
 /// Workload 1: from just before a commit to the new value in a DBWatch
 /// observation, for commits paced by a random 5–15 ms pause after each
-/// value arrived (so commits fall at every phase of the replica's poll).
+/// value arrived.
 extension Bench {
     /// The same single-row `UPDATE` written straight into a DBWatch pool:
     /// from just before `pool.write` to the value.
@@ -41,14 +41,14 @@ extension Bench {
     }
 
     /// A single-row `UPDATE` committed in PostgreSQL (`BEGIN`, `UPDATE`,
-    /// then `COMMIT` timed), observed on a replica polling every `poll`.
-    func latencyReplica(poll: Duration, key: String) async throws {
+    /// then `COMMIT` timed), observed on a replica that PostgreSQL streams to.
+    func latencyReplica(key: String) async throws {
         let table = newTable("item")
         _ = try await client.query(
             PostgresQuery(unsafeSQL: "CREATE TABLE \(table) (id bigint PRIMARY KEY, v bigint NOT NULL, note text)"))
         _ = try await client.query(PostgresQuery(unsafeSQL: "INSERT INTO \(table) VALUES (1, 0, 'latency')"))
         let pool = try DatabasePool(path: newFile("latency-replica"))
-        let replica = try await startReplica(table: table, pool: pool) { $0.pollInterval = poll }
+        let replica = try await startReplica(table: table, pool: pool) { _ in }
         let probe = LatencyProbe()
         let consumer = Task {
             for try await value in pool.observe(RowValue(table: table, id: 1)) { probe.deliver(value) }
@@ -89,7 +89,7 @@ extension Bench {
         _ = try await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)"))
         latencies.sort()
         commits.sort()
-        let label = "replica, poll \(poll.formatted())"
+        let label = "replica (streamed)"
         results.add(
             "lat.\(key).p50", "1. PostgreSQL COMMIT → observed on \(label), p50", percentile(latencies, 0.5), "ms")
         results.add(
@@ -98,13 +98,5 @@ extension Bench {
             "lat.\(key).commit.p50", "   PostgreSQL COMMIT round trip alone, p50", percentile(commits, 0.5), "ms")
         results.add(
             "lat.\(key).commit.p99", "   PostgreSQL COMMIT round trip alone, p99", percentile(commits, 0.99), "ms")
-    }
-}
-
-extension Duration {
-    func formatted() -> String {
-        let (seconds, attoseconds) = components
-        let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-        return String(format: "%g ms", milliseconds)
     }
 }

@@ -16,12 +16,17 @@ import Synchronization
 //      and as a backlog, beside the same transactions written straight into
 //      a DBWatch pool.
 //
-//   dbwatch-bench-replica [--runs 3] [--commits 500] [--changes 100000]
-//                         [--writers 4] [--only latency,apply,backlog,sweep] [--sweep]
+//   3. PostgreSQL's log and the slot's retained WAL under pgbench at a
+//      fixed rate, with a replica following (`--only log`);
+//   4. restarts of PostgreSQL under pgbench load, each kind
+//      `--restarts` times: how long until the replica streams again, and
+//      whether it ends equal to PostgreSQL (`--only restarts`).
 //
-// `--sweep` adds, to the first run, the 1-row backlog read 1,000 and
-// 100,000 changes at a time; `--only sweep` compares 10,000 and 100,000 in
-// every run. DBWATCH_BENCH_MARK=1 prints `MARK apply …` (with the pid) to
+//   dbwatch-bench-replica [--runs 3] [--commits 500] [--changes 100000]
+//                         [--writers 4] [--only latency,apply,backlog,log,restarts]
+//                         [--log-seconds 60] [--tps 500] [--restarts 20]
+//
+// DBWATCH_BENCH_MARK=1 prints `MARK apply …` (with the pid) to
 // stderr 2 s before each backlog's apply starts, for `perf record -p`.
 
 struct Options {
@@ -31,7 +36,9 @@ struct Options {
     var changes = 100_000
     var writers = 4
     var only: Set<String> = ["latency", "apply"]
-    var sweep = false
+    var logSeconds = 60
+    var tps = 500
+    var restarts = 20
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.makeIterator()
@@ -47,7 +54,9 @@ struct Options {
             case "--commits": commits = try number(argument)
             case "--changes": changes = try number(argument)
             case "--writers": writers = try number(argument)
-            case "--sweep": sweep = true
+            case "--log-seconds": logSeconds = try number(argument)
+            case "--tps": tps = try number(argument)
+            case "--restarts": restarts = try number(argument)
             case "--only": only = Set((iterator.next() ?? "").split(separator: ",").map(String.init))
             default: throw BenchError("unknown option \(argument)")
             }
@@ -82,13 +91,22 @@ final class RunningReplica: Sendable {
 /// the results.
 final class Bench: Sendable {
     let client: PostgresClient
+    /// The replication connection's server.
+    let server: PostgresReplica.Server
+    /// The PostgreSQL the benchmark started.
+    let postgres: BenchPostgres
     let options: Options
     let results: Results
     let scratch: String
     private let counter = Counter()
 
-    init(client: PostgresClient, options: Options, results: Results, scratch: String) {
+    init(
+        client: PostgresClient, postgres: BenchPostgres, options: Options, results: Results, scratch: String
+    ) {
         self.client = client
+        self.postgres = postgres
+        self.server = PostgresReplica.Server(
+            host: "127.0.0.1", port: postgres.port, username: "postgres", database: "postgres", tls: .disable)
         self.options = options
         self.results = results
         self.scratch = scratch
@@ -112,7 +130,7 @@ final class Bench: Sendable {
     ) async throws -> RunningReplica {
         let running = RunningReplica(
             PostgresReplica(
-                client: client, database: pool, configuration: configuration(table: table, configure),
+                client: client, server: server, database: pool, configuration: configuration(table: table, configure),
                 logger: quietLogger))
         do {
             let position = try await PostgresReplica.currentPosition(of: client)
@@ -184,45 +202,28 @@ func run() async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await client.run() }
         defer { group.cancelAll() }
-        let bench = Bench(client: client, options: options, results: results, scratch: scratch)
+        let bench = Bench(client: client, postgres: server, options: options, results: results, scratch: scratch)
         for run in 1...options.runs {
             print("\nRun \(run) of \(options.runs) (\(machineLoad()))")
             // Alternate which side goes first.
             let baselineFirst = run % 2 == 1
             if options.only.contains("latency") {
                 if baselineFirst { try await bench.latencyDirect() }
-                try await bench.latencyReplica(poll: .milliseconds(5), key: "replica5")
-                try await bench.latencyReplica(poll: .milliseconds(1), key: "replica1")
+                try await bench.latencyReplica(key: "replica")
                 if !baselineFirst { try await bench.latencyDirect() }
             }
-            if options.only.contains("sweep") {
-                // changesPerRead on the 1-row backlog, in alternating order.
-                let sizes = run % 2 == 1 ? [10_000, 100_000] : [100_000, 10_000]
-                if run % 2 == 1 { try await bench.applyDirect(rowsPerTransaction: 1) }
-                for perRead in sizes {
-                    try await bench.applyBacklog(rowsPerTransaction: 1, changesPerRead: perRead, key: ".r\(perRead)")
-                }
-                if run % 2 == 0 { try await bench.applyDirect(rowsPerTransaction: 1) }
-                if let direct = results.value("apply.k1.direct") {
-                    for perRead in [10_000, 100_000] {
-                        if let rate = results.value("apply.k1.backlog.r\(perRead)") {
-                            results.add(
-                                "apply.k1.backlog.r\(perRead).ratio",
-                                "   1-row backlog, changesPerRead \(perRead) / DBWatch pool", 100 * rate / direct, "%")
-                        }
-                    }
-                }
-            }
+            if options.only.contains("log") { try await bench.logAndRetainedWAL() }
+            if options.only.contains("restarts") { try await bench.restarts() }
             if options.only.contains("backlog") {
                 for k in [1, 10] {
-                    try await bench.applyBacklog(rowsPerTransaction: k, changesPerRead: 10_000, key: "")
+                    try await bench.applyBacklog(rowsPerTransaction: k)
                 }
             }
             if options.only.contains("apply") {
                 for k in [1, 10] {
                     if baselineFirst { try await bench.applyDirect(rowsPerTransaction: k) }
                     try await bench.applySustained(rowsPerTransaction: k)
-                    try await bench.applyBacklog(rowsPerTransaction: k, changesPerRead: 10_000, key: "")
+                    try await bench.applyBacklog(rowsPerTransaction: k)
                     if !baselineFirst { try await bench.applyDirect(rowsPerTransaction: k) }
                     try await bench.applyDirect(rowsPerTransaction: k, storingPosition: true)
                     if let applied = results.value("apply.k\(k).sustained"),
@@ -240,12 +241,6 @@ func run() async throws {
                                     100 * rate / direct, "%")
                             }
                         }
-                    }
-                }
-                if options.sweep && run == 1 {
-                    for perRead in [1_000, 100_000] {
-                        try await bench.applyBacklog(
-                            rowsPerTransaction: 1, changesPerRead: perRead, key: ".r\(perRead)")
                     }
                 }
             }

@@ -17,15 +17,49 @@ final class BenchPostgres: Sendable {
     static let programs = "/usr/lib/postgresql/15/bin"
     let directory: String
     let port: Int
+    /// The first postmaster's pid (``currentPID`` after a restart).
     let pid: pid_t
+    /// `runuser -u postgres --` when root.
+    let asServer: [String]
 
     var dataDirectory: String { directory + "/data" }
 
-    private init(directory: String, port: Int, pid: pid_t) {
+    private init(directory: String, port: Int, pid: pid_t, asServer: [String]) {
         self.directory = directory
         self.port = port
         self.pid = pid
+        self.asServer = asServer
     }
+
+    /// The server's log.
+    var logFile: String { directory + "/server.log" }
+
+    /// The running postmaster's pid, from `postmaster.pid`.
+    var currentPID: pid_t? {
+        let text = (try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").first.flatMap { pid_t($0) }.flatMap { Self.isAlive($0) ? $0 : nil }
+    }
+
+    /// Runs `pg_ctl` with `arguments` as the server's user; throws unless
+    /// it succeeds.
+    func pgctl(_ arguments: [String]) throws {
+        let result = try Self.run(
+            asServer + ["/usr/bin/env", "-C", directory, Self.programs + "/pg_ctl", "-D", dataDirectory] + arguments
+                + ["-w", "-t", "60"], timeout: 90)
+        guard result.status == 0 else { throw Failure(description: "pg_ctl \(arguments) failed: \(result.output)") }
+    }
+
+    /// The options the server starts with (also after a restart).
+    var startOptions: String {
+        [
+            "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=20", "-c fsync=off",
+            "-c synchronous_commit=on", "-c listen_addresses=127.0.0.1", "-p \(port)",
+            "-c unix_socket_directories='\(directory)'",
+        ].joined(separator: " ")
+    }
+
+    /// Starts the stopped server again.
+    func start() throws { try pgctl(["start", "-l", logFile, "-o", startOptions]) }
 
     /// The server options, as the results state them.
     static let settings = "wal_level=logical fsync=off synchronous_commit=on"
@@ -53,7 +87,7 @@ final class BenchPostgres: Sendable {
             guard initdb.status == 0 else { throw Failure(description: "initdb failed: \(initdb.output)") }
             let port = try freePort()
             let options = [
-                "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=0", "-c fsync=off",
+                "-c wal_level=logical", "-c max_replication_slots=20", "-c max_wal_senders=20", "-c fsync=off",
                 "-c synchronous_commit=on", "-c listen_addresses=127.0.0.1", "-p \(port)",
                 "-c unix_socket_directories='\(directory)'",
             ].joined(separator: " ")
@@ -70,7 +104,7 @@ final class BenchPostgres: Sendable {
                 kill(pid, SIGKILL)
                 throw Failure(description: "pg_ctl start failed: \(start.output)")
             }
-            return BenchPostgres(directory: directory, port: port, pid: pid)
+            return BenchPostgres(directory: directory, port: port, pid: pid, asServer: asServer)
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -81,7 +115,7 @@ final class BenchPostgres: Sendable {
     /// after 20 s) and removes the directory.
     func stop() {
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        guard Self.isAlive(pid) else { return }
+        guard let pid = currentPID else { return }
         kill(pid, SIGINT)
         let deadline = Date().addingTimeInterval(20)
         while Self.isAlive(pid), Date() < deadline { usleep(10_000) }

@@ -1,4 +1,6 @@
+import Logging
 import NIOSSL
+import PostgresNIO
 
 extension PostgresReplica {
     /// Where the replica's replication connection goes: the same server,
@@ -70,6 +72,33 @@ extension PostgresReplica {
             self.password = password
             self.database = database
             self.tls = tls
+        }
+    }
+}
+
+extension PostgresReplica {
+    /// Runs `body` with a new postgres-nio connection to ``server`` (the
+    /// catalog, the copy), closed after.
+    func withSourceConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let tls: PostgresConnection.Configuration.TLS
+        switch server.tls.mode {
+        case .disable: tls = .disable
+        case .prefer(let configuration): tls = .prefer(try NIOSSLContext(configuration: configuration))
+        case .require(let configuration): tls = .require(try NIOSSLContext(configuration: configuration))
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: server.host, port: server.port, username: server.username, password: server.password,
+            database: server.database, tls: tls)
+        configuration.options.connectTimeout = TimeAmount(server.connectTimeout)
+        configuration.options.tlsServerName = server.tlsServerName
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        do {
+            let value = try await body(connection)
+            try? await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
         }
     }
 }

@@ -46,10 +46,13 @@ public final class PostgresReplica: Service, Sendable {
     /// Linux, and reports the accesses it guards as races.
     let state = Locked(ReplicaState())
 
-    /// A replica of `configuration`'s tables from `client`'s database into
-    /// `database`; the change feed streams over a replication connection to
-    /// `server` (the same database as `client`'s). Nothing happens before
-    /// ``run()``; the client must be running (`client.run()`, or both in one
+    /// A replica of `configuration`'s tables from `server`'s database into
+    /// `database`: the replica opens its own connections to `server` (one
+    /// for the catalog and the copy, one replication connection for the
+    /// change feed), so that it reconnects as soon as PostgreSQL is back;
+    /// `client` (the same database) serves ``remove()`` and
+    /// ``currentPosition(of:)``. Nothing happens before ``run()``; the
+    /// client must be running (`client.run()`, or both in one
     /// `ServiceGroup`).
     public init(
         client: PostgresClient, server: Server, database: any DatabaseWriter, configuration: Configuration,
@@ -118,7 +121,10 @@ public final class PostgresReplica: Service, Sendable {
         while true {
             try Task.checkCancellation()
             do {
-                try await client.withConnection { connection in
+                // A connection of its own, not one of the client's pool:
+                // after a run of refused connections, the pool waits
+                // longer and longer (up to a minute) before it tries again.
+                try await withSourceConnection { connection in
                     let source = try await SourceConnection(
                         connection, timeout: self.configuration.queryTimeout, logger: self.logger)
                     delay = self.configuration.initialRetryDelay
