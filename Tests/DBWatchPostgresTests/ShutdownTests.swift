@@ -15,15 +15,12 @@ struct ShutdownTests {
                 try await blocker.query("BEGIN", logger: quietLogger)
                 try await blocker.query("INSERT INTO player VALUES (1)", logger: quietLogger)
                 let running = RunningReplica(scene.replica(tables: ["player"]))
-                try await withTimeout {
-                    while try await scene.server.psql(
+                try await waitUntilAsync {
+                    try await scene.server.psql(
                         """
                         SELECT count(*) FROM pg_stat_activity
                         WHERE query LIKE '%pg_create_logical_replication_slot%' AND wait_event_type = 'Lock'
-                        """) != "1"
-                    {
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
+                        """) == "1"
                 }
                 running.task.cancel()
                 var stopError: (any Error)?
