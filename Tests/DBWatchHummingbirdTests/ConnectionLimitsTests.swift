@@ -12,19 +12,18 @@ struct ConnectionLimitsTests {
         limits.requestHeadTimeout = .seconds(1)
         try await withTimeout { [limits] in
             try await LiveServer.with(limits: limits) { server in
-                let start = ContinuousClock.now
                 let slow = try TCPTestSocket(port: server.port)
                 try slow.send("GET /top HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-                // One byte every 100 ms, for at most 30 s: never a whole head.
+                // One byte every 100 ms, 300 of them: never a whole head, and
+                // never 1 s without a byte, so a timeout that each byte
+                // restarted would never end the connection. A loaded machine
+                // only ends it later, within the 300 bytes.
                 var closed = false
                 for _ in 0..<300 where !closed {
                     do { try slow.send("a") } catch { closed = true }
                     if try await slow.waitForClose(seconds: 0.1) { closed = true }
                 }
-                let elapsed = ContinuousClock.now - start
-                #expect(closed, "a client sending its head a byte at a time was not disconnected in 30 s")
-                // The 1 s timeout, with room for a loaded machine.
-                #expect(elapsed < .seconds(isThreadSanitized ? 20 : 10), "disconnected after \(elapsed)")
+                #expect(closed, "a client sending its head a byte at a time was not disconnected")
             }
         }
     }
