@@ -95,6 +95,7 @@ let package = Package(
                 "DBWatch",
                 // `serve` and `replicate` (CommandLineTool turns on
                 // Hummingbird and Postgres).
+                "DBWatchDelivery",
                 "DBWatchHummingbird",
                 "DBWatchPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
@@ -110,10 +111,23 @@ let package = Package(
             // (`PackageResources`), so the binary needs no file at run time.
             resources: [.embedInCode("Demo/Migrations")]
         ),
+        // The delivery engine: a value of a shared observation encoded once
+        // into frames, each client's pending frame, keep-alive and stall
+        // rule, shutdown. Framework-neutral: the adapters (DBWatchHummingbird,
+        // DBWatchVapor) turn requests into its streams and its frames into
+        // response bodies and WebSocket messages.
+        .target(
+            name: "DBWatchDelivery",
+            dependencies: [
+                "DBWatch",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "DBWatchHummingbird",
             dependencies: [
                 "DBWatch",
+                "DBWatchDelivery",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
@@ -157,10 +171,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The delivery engine's state machines, without threads or sockets.
+        .testTarget(
+            name: "DBWatchDeliveryTests",
+            dependencies: ["DBWatch", "DBWatchDelivery", "DBWatchTestSupport"]
+        ),
         .testTarget(
             name: "DBWatchHummingbirdTests",
             dependencies: [
                 "DBWatch",
+                "DBWatchDelivery",
                 "DBWatchHummingbird",
                 "DBWatchTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),

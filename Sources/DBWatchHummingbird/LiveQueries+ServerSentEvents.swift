@@ -1,8 +1,9 @@
-import Foundation
 import DBWatch
+import DBWatchDelivery
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 extension LiveQueries {
@@ -65,7 +66,7 @@ extension LiveQueries {
         context: some RequestContext,
         scope: (any Hashable & Sendable)? = nil
     ) -> Response where R.Value: JSONEncodedValue {
-        events(request, for: httpRequest, context: context, scope: scope, encode: { try $0.encodedJSON() })
+        events(request, for: httpRequest, context: context, scope: scope, encode: Self.encodeOwnJSON)
     }
 
     private func events<R: Queryable>(
@@ -73,87 +74,31 @@ extension LiveQueries {
         for httpRequest: Request,
         context: some RequestContext,
         scope: (any Hashable & Sendable)?,
-        encode: @escaping @Sendable (R.Value) throws -> Data
+        encode: @escaping @Sendable (R.Value) throws -> [UInt8]
     ) -> Response {
-        if let refusal = admission(of: request, scope: scope) {
-            return errorResponse(refusal, request: request, logger: context.logger)
+        let admission = eventStream(
+            request, scope: scope, lastEventID: httpRequest.headers[Self.lastEventID], logger: context.logger,
+            encode: encode)
+        let stream: EventStream<R>
+        switch admission {
+        case .refused(let answer): return Response(answer)
+        case .accepted(let accepted): stream = accepted
         }
-        let skipDigest = httpRequest.headers[Self.lastEventID].flatMap(Frame.digest(ofEventID:))
-        let logger = context.logger
-        let headers: HTTPFields = [
-            .contentType: "text/event-stream",
-            .cacheControl: "no-cache",
-            Self.accelBuffering: "no",
-        ]
         return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody { [self] writer in
-                let client = ClientMailbox(skipDigest: skipDigest, keepsAlive: true)
-                guard register(client) else {
-                    try await writer.write(Frame.end(reason: "shutdown").serverSentEvent)
-                    try await writer.finish(nil)
-                    return
-                }
-                defer { unregister(client) }
-                let observation: SharedObservation
-                do {
-                    observation = try subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
-                } catch {
-                    // Refused after the 200 went out (the cap filled in between): the error, then the end.
-                    try await writer.write(Frame.error(ErrorBody(error)).serverSentEvent)
-                    try await writer.write(Frame.end(reason: "too many observations").serverSentEvent)
-                    try await writer.finish(nil)
-                    return
-                }
-                defer { unsubscribe(client, from: observation) }
-                logger.debug("Live query client connected", metadata: ["request": "\(request)"])
-                let box = WriterBox(writer)
-                do {
-                    try await httpRequest.body.consumeWithInboundCloseHandler { _ in
-                        try await withGracefulShutdownHandler {
-                            try await client.run(
-                                keepAlive: Frame.keepAlive, bytes: \.serverSentEvent, counters: counters,
-                                write: { try await box.write($0) })
-                        } onGracefulShutdown: {
-                            client.finish(.shutdown)
-                        }
-                    } onInboundClosed: {
-                        client.finish(.disconnected)
+            status: .ok, headers: HTTPFields(EventStream<R>.headers),
+            body: ResponseBody { writer in
+                try await httpRequest.body.consumeWithInboundCloseHandler { _ in
+                    try await withGracefulShutdownHandler {
+                        try await stream.run { frame in try await writer.write(frame.byteBuffer(.serverSentEvents)) }
+                    } onGracefulShutdown: {
+                        stream.shutDown()
                     }
-                } catch {
-                    logger.debug(
-                        "Live query client gone",
-                        metadata: [
-                            "request": "\(request)", "reason": "\(client.finishReason.map { "\($0)" } ?? "\(error)")",
-                        ])
-                    throw error
+                } onInboundClosed: {
+                    stream.clientLeft()
                 }
-                logger.debug("Live query stream ended", metadata: ["request": "\(request)"])
-                try await box.finish()
+                try await writer.finish(nil)
             })
     }
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
-    static let accelBuffering = HTTPField.Name("X-Accel-Buffering")!
-}
-
-/// The response writer, handed to the child task that writes while the
-/// connection's task waits for it.
-final class WriterBox: @unchecked Sendable {
-    // @unchecked: used by one task at a time: the write loop's child task
-    // while the connection task awaits it, then the connection task alone.
-    private var writer: any ResponseBodyWriter
-
-    init(_ writer: any ResponseBodyWriter) {
-        self.writer = writer
-    }
-
-    func write(_ buffer: ByteBuffer) async throws {
-        try await writer.write(buffer)
-    }
-
-    func finish() async throws {
-        let writer = writer
-        try await writer.finish(nil)
-    }
 }

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchDelivery
 import Foundation
 import HummingbirdWebSocket
 import Logging
@@ -14,12 +15,12 @@ extension LiveQueries {
     ///     try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)
     /// }
     /// // client: {"limit": 3}
-    /// // server: {"type":"value","version":"7-9f1c…","value":[…]}
+    /// // server: {"type":"value","id":"7-9f1c…","value":[…]}
     /// // client: {"limit": 10}   (a new request, the same connection)
     /// ```
     ///
     /// Messages from the server, one JSON object each: `{"type":"value",
-    /// "version", "value"}`, `{"type":"error","error":{"message","code"}}`
+    /// "id", "value"}` (`id` as a server-sent event's), `{"type":"error","error":{"message","code"}}`
     /// (a failing fetch, parameters that do not decode, or a request that
     /// would start more than ``LiveQueriesConfiguration/maxObservations``
     /// shared observations: the connection and its current subscription stay
@@ -106,75 +107,26 @@ extension LiveQueries {
         maxMessageSize: Int = 1 << 16,
         request: @escaping @Sendable (Message) async throws -> R
     ) async throws where R.Value: Encodable {
-        let logger = context.logger
-        let client = ClientMailbox(skipDigest: nil, keepsAlive: false)
-        guard register(client) else {
-            try await outbound.withTextMessageWriter { write in
-                try await write(Frame.end(reason: "shutdown").webSocketMessage)
-            }
-            return
-        }
-        defer { unregister(client) }
-        let subscription = SubscriptionSlot()
-        defer {
-            if let observation = subscription.observation.withLock({ $0 }) { unsubscribe(client, from: observation) }
-        }
+        let session = webSocketSession(
+            receiving: Message.self, scope: scope, logger: context.logger, encode: Self.encodeJSON, request: request)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in
-                defer { client.finish(.disconnected) }
+            group.addTask {
+                defer { session.clientLeft() }
                 for try await message in inbound.messages(maxSize: maxMessageSize) {
-                    let data: Data
                     switch message {
-                    case .text(let text): data = Data(text.utf8)
-                    case .binary(let buffer): data = Data(buffer.readableBytesView)
+                    case .text(let text): await session.receive(Data(text.utf8))
+                    case .binary(let buffer): await session.receive(Data(buffer.readableBytesView))
                     }
-                    let observed: R
-                    do {
-                        observed = try await request(try JSONDecoder().decode(Message.self, from: data))
-                    } catch {
-                        logger.debug("Live query WebSocket request refused", metadata: ["error": "\(error)"])
-                        client.offerDirect(.error(ErrorBody(refusal: error)))
-                        continue
-                    }
-                    let observation: SharedObservation
-                    do {
-                        observation = try subscribe(
-                            client, to: observed, scope: scope, logger: logger,
-                            replacing: subscription.observation.withLock { $0 }, encode: Self.encodeJSON)
-                    } catch {
-                        // Past the cap: an error message; the connection and its
-                        // current subscription, if any, go on.
-                        logger.debug("Live query WebSocket request refused", metadata: ["request": "\(observed)"])
-                        client.offerDirect(.error(ErrorBody(error)))
-                        continue
-                    }
-                    let previous = subscription.observation.withLock { current in
-                        defer { current = observation }
-                        return current
-                    }
-                    if let previous, previous !== observation { unsubscribe(client, from: previous) }
-                    logger.debug("Live query WebSocket request", metadata: ["request": "\(observed)"])
                 }
             }
-            do {
-                try await withGracefulShutdownHandler {
-                    try await client.run(
-                        keepAlive: nil, bytes: \.webSocketMessage, counters: counters,
-                        write: { buffer in
-                            try await outbound.withTextMessageWriter { write in try await write(buffer) }
-                        })
-                } onGracefulShutdown: {
-                    client.finish(.shutdown)
+            try await withGracefulShutdownHandler {
+                try await session.run { frame in
+                    try await outbound.withTextMessageWriter { write in try await write(frame.byteBuffer(.webSocket)) }
                 }
-            } catch  where client.finishReason == .disconnected {
-                // The client closed the connection: not an error of the handler.
+            } onGracefulShutdown: {
+                session.shutDown()
             }
             group.cancelAll()
         }
     }
-}
-
-/// The shared observation a WebSocket client is subscribed to now.
-final class SubscriptionSlot: Sendable {
-    let observation = Locked<SharedObservation?>(nil)
 }

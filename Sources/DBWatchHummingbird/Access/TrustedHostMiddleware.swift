@@ -233,6 +233,6 @@ struct HostRefusal: Sendable {
         for (name, value) in TrustedRequestRules.answerFields { headers[name] = value }
         return Response(
             status: status, headers: headers,
-            body: ResponseBody(byteBuffer: ErrorBody(message: message, code: nil).json))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: ErrorBody(message: message).json)))
     }
 }

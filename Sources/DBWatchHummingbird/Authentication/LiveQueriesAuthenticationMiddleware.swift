@@ -44,11 +44,11 @@ public struct LiveQueriesAuthenticationMiddleware<Context: AuthRequestContext>: 
 
     /// The 401 answer: a Bearer challenge and `{"message"}`.
     static func unauthorized(realm: String) -> Response {
-        let body = ErrorBody(message: "this request needs a valid bearer token", code: nil)
+        let body = ErrorBody(message: "this request needs a valid bearer token")
         let quoted = realm.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         return Response(
             status: .unauthorized,
             headers: [.contentType: "application/json; charset=utf-8", .wwwAuthenticate: "Bearer realm=\"\(quoted)\""],
-            body: ResponseBody(byteBuffer: body.json))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.json)))
     }
 }

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchDelivery
 import DBWatchHummingbird
 import Foundation
 import Hummingbird
@@ -200,12 +201,10 @@ final class QueryServer: Sendable {
 
     static let jsonHeaders: HTTPFields = [.contentType: "application/json; charset=utf-8"]
 
-    /// An error answer with a JSON body, `{"message": …}`, as the
-    /// integration's.
+    /// An error answer in the one JSON shape of the live queries,
+    /// `{"message": …}`.
     static func errorResponse(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        Response(
-            status: status, headers: jsonHeaders,
-            body: ResponseBody(byteBuffer: ByteBuffer(string: JSON.object(["message": .string(message)]).rendered())))
+        Response(.error(status: status.code, message: message))
     }
 }
 

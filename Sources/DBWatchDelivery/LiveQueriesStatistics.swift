@@ -59,22 +59,24 @@ public struct LiveQueriesStatistics: Sendable, Hashable {
 }
 
 /// The counters behind ``LiveQueriesStatistics``: relaxed atomics, no lock.
-final class LiveQueriesCounters: Sendable {
-    let clientsConnected = Atomic<Int>(0)
-    let valuesSent = Atomic<Int>(0)
-    let errorsSent = Atomic<Int>(0)
-    let fetches = Atomic<Int>(0)
-    let valuesSkipped = Atomic<Int>(0)
-    let clientsStalled = Atomic<Int>(0)
-    let observationsRefused = Atomic<Int>(0)
+package final class LiveQueriesCounters: Sendable {
+    package let clientsConnected = Atomic<Int>(0)
+    package let valuesSent = Atomic<Int>(0)
+    package let errorsSent = Atomic<Int>(0)
+    package let fetches = Atomic<Int>(0)
+    package let valuesSkipped = Atomic<Int>(0)
+    package let clientsStalled = Atomic<Int>(0)
+    package let observationsRefused = Atomic<Int>(0)
 
-    func sent(_ frame: Frame) {
+    package func sent(_ frame: Frame) {
         switch frame.kind {
         case .value: valuesSent.add(1, ordering: .relaxed)
         case .error: errorsSent.add(1, ordering: .relaxed)
-        case .end: break
+        case .end, .keepAlive: break
         }
     }
+
+    package init() {}
 
     func snapshot(observations: Int) -> LiveQueriesStatistics {
         LiveQueriesStatistics(

@@ -1,9 +1,9 @@
-import HTTPTypes
-
-/// An error of the integration that a client sees with its HTTP status:
+/// An error of the live queries that a client sees with its HTTP status:
 /// throw ``badRequest(_:)`` or ``forbidden(_:)`` from a route, a request's
 /// initializer or a WebSocket's request hook to answer 400 or 403 with a
-/// JSON body (on a WebSocket, an error message with the same text).
+/// JSON body (on a WebSocket, an error message with the same text). Both
+/// adapters (Hummingbird, Vapor) answer it with ``httpStatus`` and the one
+/// JSON error shape, `{"message": …}` (see <doc:Errors>).
 ///
 /// ```swift
 /// guard let limit = request.uri.queryParameters.get("limit", as: Int.self), limit > 0 else {
@@ -94,15 +94,19 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// ```
     public var description: String { message }
 
-    /// The HTTP status of a refusal.
-    var status: HTTPResponse.Status {
+    /// The HTTP status a client receives: 400, 403 or 503.
+    ///
+    /// ```swift
+    /// LiveQueryError.forbidden("not yours").httpStatus   // 403
+    /// ```
+    public var httpStatus: Int {
         switch code {
-        case .badRequest: .badRequest
-        case .forbidden: .forbidden
-        case .shuttingDown, .databaseClosed, .databaseReplaced, .tooManyObservations: .serviceUnavailable
+        case .badRequest: 400
+        case .forbidden: 403
+        case .shuttingDown, .databaseClosed, .databaseReplaced, .tooManyObservations: 503
         }
     }
 
     /// Whether the client may retry the same request later (a 503 with `Retry-After`).
-    var isRetryable: Bool { code == .tooManyObservations }
+    package var isRetryable: Bool { code == .tooManyObservations }
 }

@@ -1,7 +1,8 @@
 import DBWatch
 
-/// What clients share: an equal request and an equal scope.
-struct SharingKey: Hashable, @unchecked Sendable {
+/// What clients of one shared observation have in common: an equal request
+/// and an equal scope.
+struct SubscriptionKey: Hashable, @unchecked Sendable {
     // @unchecked: both are built only from Sendable values (a Queryable, a Sendable scope).
     let request: AnyHashable
     let scope: AnyHashable?
@@ -19,10 +20,10 @@ final class SharedObservation: Sendable {
         var finish: ClientMailbox.Finish?
     }
 
-    let key: SharingKey
+    let key: SubscriptionKey
     private let state = Locked(State())
 
-    init(key: SharingKey) {
+    init(key: SubscriptionKey) {
         self.key = key
     }
 

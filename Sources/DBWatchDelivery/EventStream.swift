@@ -1,0 +1,100 @@
+import DBWatch
+import Logging
+
+/// What an adapter drives for one server-sent events stream: decided
+/// before the answer's head (``LiveQueries/eventStream(_:scope:lastEventID:logger:encode:)``),
+/// run in the answer's body.
+///
+/// ```swift
+/// switch live.eventStream(request, scope: nil, lastEventID: lastEventID, logger: logger, encode: LiveQueries.encodeJSON) {
+/// case .refused(let answer): return response(answer)
+/// case .accepted(let stream):
+///     return streamingResponse(headers: EventStream.headers) { writer in
+///         // the framework calls stream.clientLeft() when the client goes away,
+///         // stream.shutDown() on graceful shutdown
+///         try await stream.run { frame in try await writer.write(frame.wire(.serverSentEvents, makeBuffer)) }
+///     }
+/// }
+/// ```
+package struct EventStream<Request: Queryable>: Sendable {
+    /// The decision before the answer's head.
+    package enum Admission: Sendable {
+        /// A 200 with ``EventStream/headers``, whose body runs the stream.
+        case accepted(EventStream)
+        /// An error answer instead.
+        case refused(HTTPAnswer)
+    }
+
+    /// The head of an accepted stream.
+    package static var headers: [(name: String, value: String)] {
+        [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+    }
+
+    let live: LiveQueries
+    let request: Request
+    let scope: (any Hashable & Sendable)?
+    let logger: Logger
+    let encode: @Sendable (Request.Value) throws -> [UInt8]
+    let client: ClientMailbox
+
+    /// Runs the stream until it ends: the current value at once, then each
+    /// new one; throws when the client must be disconnected (it went away,
+    /// stalled, or a write failed).
+    package func run(write: (Frame) async throws -> Void) async throws {
+        guard live.register(client) else {
+            try await write(.end(.shutdown))
+            return
+        }
+        defer { live.unregister(client) }
+        let observation: SharedObservation?
+        do {
+            observation = try live.subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
+            logger.debug("Live query client connected", metadata: ["request": "\(request)"])
+        } catch {
+            // Refused after the 200 went out (the cap filled in between): the error, then the end.
+            observation = nil
+            client.offer(.error(ErrorBody(error)))
+            client.finish(.refused)
+        }
+        defer { if let observation { live.unsubscribe(client, from: observation) } }
+        do {
+            try await client.run(counters: live.counters, write: write)
+        } catch {
+            let reason = client.finishReason.map { "\($0)" } ?? "\(error)"
+            logger.debug("Live query client gone", metadata: ["request": "\(request)", "reason": "\(reason)"])
+            throw error
+        }
+        logger.debug("Live query stream ended", metadata: ["request": "\(request)"])
+    }
+
+    /// The client went away (the framework saw its connection close): the
+    /// stream ends at once.
+    package func clientLeft() {
+        client.finish(.disconnected)
+    }
+
+    /// Graceful shutdown: the stream ends with its final `end` event.
+    package func shutDown() {
+        client.finish(.shutdown)
+    }
+}
+
+extension LiveQueries {
+    /// Decides on a server-sent events stream of `request`: refused with an
+    /// error answer (the server shuts down, the database is closed, too many
+    /// observations), or accepted. `lastEventID` is the client's
+    /// `Last-Event-ID`: a client that holds the current value receives
+    /// nothing until it changes.
+    package func eventStream<R: Queryable>(
+        _ request: R, scope: (any Hashable & Sendable)?, lastEventID: String?, logger: Logger,
+        encode: @escaping @Sendable (R.Value) throws -> [UInt8]
+    ) -> EventStream<R>.Admission {
+        if let refusal = admission(of: request, scope: scope) {
+            return .refused(errorAnswer(refusal, request: request, logger: logger))
+        }
+        let client = ClientMailbox(
+            heldDigest: lastEventID.flatMap(Frame.digest(ofEventID:)), transport: .serverSentEvents)
+        return .accepted(
+            EventStream(live: self, request: request, scope: scope, logger: logger, encode: encode, client: client))
+    }
+}

@@ -1,0 +1,122 @@
+@_exported import DBWatchDelivery
+import DBWatch
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// ``LiveQueries`` as a ServiceLifecycle `Service`: add it to the
+/// application's services.
+///
+/// ```swift
+/// let pool = try DatabasePool(path: "app.sqlite")
+/// let live = LiveQueries(pool)
+/// let router = Router()
+/// router.get("leaderboard") { _, context in await live.current(TopPlayers(), context: context) }
+/// router.get("leaderboard/events") { request, context in
+///     live.events(TopPlayers(), for: request, context: context)
+/// }
+/// let app = Application(router: router, services: [live])
+/// try await app.runService()
+/// ```
+///
+/// Shutdown order. Hummingbird's `Application` shuts its services down in
+/// reverse order: the HTTP server first, then the services listed in
+/// `services:`. On graceful shutdown each stream ends at once with a final
+/// `event: end` (its connection task sees the shutdown), so the server does
+/// not wait for open streams; then ``run()`` ends the streams that remain,
+/// stops the observations and closes the database (see
+/// `LiveQueriesConfiguration.closesDatabaseOnShutdown`). Keep-alives and
+/// stall detection run in ``run()``: without it, streams still work but get
+/// neither.
+extension LiveQueries: Service {
+    /// Runs keep-alives and stall detection until graceful shutdown or
+    /// cancellation; then ends every stream with a final event, stops the
+    /// observations and closes the database.
+    ///
+    /// ```swift
+    /// let app = Application(router: router, services: [live])   // runs it, after the server on shutdown
+    /// ```
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.runHousekeeping() }
+        await shutDown()
+    }
+
+    /// The current value of `request` as a JSON answer, or an error answer
+    /// in the one JSON shape with its status (see `HTTPAnswer`'s table in
+    /// the DBWatchDelivery documentation): 400 for bad parameters, 503 (with
+    /// `Retry-After`) when the database is busy or locked, 409 for a
+    /// constraint, 507 for a full disk, 503 when the database is closed, its
+    /// file was replaced or the server shuts down.
+    ///
+    /// ```swift
+    /// router.get("leaderboard") { _, context in await live.current(TopPlayers(), context: context) }
+    /// ```
+    public func current<R: Queryable>(_ request: R, context: some RequestContext) async -> Response
+    where R.Value: Encodable {
+        Response(await currentAnswer(request, logger: context.logger, encode: Self.encodeJSON))
+    }
+
+    /// The current value of `request` as a JSON answer, the value writing
+    /// its own JSON (see `JSONEncodedValue`); statuses as for an
+    /// `Encodable` value.
+    ///
+    /// ```swift
+    /// router.get("rows") { _, context in await live.current(RowsQuery(), context: context) }
+    /// ```
+    public func current<R: Queryable>(_ request: R, context: some RequestContext) async -> Response
+    where R.Value: JSONEncodedValue {
+        Response(await currentAnswer(request, logger: context.logger, encode: Self.encodeOwnJSON))
+    }
+
+    /// An error answer in the one JSON shape, `{"message": …, "code": …}`,
+    /// with the status of `error` (a `LiveQueryError`, a SQLite error, a
+    /// decoding error, or Hummingbird's `HTTPError` and any other
+    /// `HTTPResponseError` with its own status).
+    ///
+    /// ```swift
+    /// router.get("player/:id") { request, context in
+    ///     do { … } catch { return live.errorResponse(error, logger: context.logger) }
+    /// }
+    /// ```
+    public func errorResponse(_ error: any Error, logger: Logger) -> Response {
+        if !(error is LiveQueryError), let error = error as? any HTTPResponseError {
+            return Response(.error(status: error.status.code, message: Self.message(of: error)))
+        }
+        return Response(errorAnswer(error, logger: logger))
+    }
+
+    /// What a client is told of an `HTTPResponseError`: `HTTPError`'s
+    /// message, or the status's reason.
+    static func message(of error: any HTTPResponseError) -> String {
+        if let error = error as? HTTPError { return error.body ?? error.status.reasonPhrase }
+        return error.status.reasonPhrase
+    }
+}
+
+extension Response {
+    /// The engine's answer as a Hummingbird response.
+    package init(_ answer: HTTPAnswer) {
+        self.init(
+            status: HTTPResponse.Status(code: answer.status), headers: HTTPFields(answer.headers),
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+extension HTTPFields {
+    /// The engine's header fields.
+    package init(_ fields: [(name: String, value: String)]) {
+        self.init()
+        for (name, value) in fields {
+            if let name = HTTPField.Name(name) { append(HTTPField(name: name, value: value)) }
+        }
+    }
+}
+
+extension Frame {
+    /// The frame's bytes for `transport` as one `ByteBuffer` shared by every client.
+    func byteBuffer(_ transport: Transport) -> ByteBuffer {
+        wire(transport) { ByteBuffer(bytes: $0) }
+    }
+}
