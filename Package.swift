@@ -10,6 +10,9 @@ let commandLineTool = TargetDependencyCondition.when(traits: ["CommandLineTool"]
 /// Packages resolved only with the trait `Postgres` (the `DBWatchPostgres`
 /// product and its tests).
 let postgres = TargetDependencyCondition.when(traits: ["Postgres"])
+/// Packages resolved only with the trait `Vapor` (the `DBWatchVapor`
+/// product and its tests).
+let vapor = TargetDependencyCondition.when(traits: ["Vapor"])
 
 // Platforms: Linux only. DBWatch uses inotify and Glibc (and the system
 // SQLite, `apt-get install libsqlite3-dev`). There is no `platforms:` entry:
@@ -22,6 +25,7 @@ let package = Package(
         .executable(name: "dbwatch", targets: ["dbwatch"]),
         .library(name: "DBWatchHummingbird", targets: ["DBWatchHummingbird"]),
         .library(name: "DBWatchPostgres", targets: ["DBWatchPostgres"]),
+        .library(name: "DBWatchVapor", targets: ["DBWatchVapor"]),
     ],
     // A user of the `DBWatch` product alone depends with `traits: []` and
     // resolves swift-log only: SwiftPM fetches no package that only a
@@ -33,6 +37,12 @@ let package = Package(
         .trait(
             name: "Postgres",
             description: "The DBWatchPostgres product: a live SQLite replica of PostgreSQL tables."),
+        // Off by default and not part of CommandLineTool: a Hummingbird or
+        // library user resolves none of Vapor.
+        .trait(
+            name: "Vapor",
+            description: "The DBWatchVapor product: live queries over server-sent events and WebSockets in a Vapor app."
+        ),
         .trait(
             name: "CommandLineTool",
             description: "The dbwatch executable (watch, explain, migrate, demo, serve, replicate).",
@@ -62,6 +72,8 @@ let package = Package(
         // through postgres-nio, in the ranges it accepts).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        // Trait Vapor: the DBWatchVapor product.
+        .package(url: "https://github.com/vapor/vapor", .upToNextMinor(from: "4.122.3")),
         // Tests of DBWatchHummingbird only (trait Hummingbird): a real
         // streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -146,6 +158,16 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto", condition: postgres),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "DBWatchVapor",
+            dependencies: [
+                "DBWatch",
+                "DBWatchDelivery",
+                .product(name: "Vapor", package: "vapor", condition: vapor),
+                .product(name: "NIOCore", package: "swift-nio", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
