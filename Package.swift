@@ -13,6 +13,8 @@ let postgres = TargetDependencyCondition.when(traits: ["Postgres"])
 /// Packages resolved only with the trait `Vapor` (the `DBWatchVapor`
 /// product and its tests).
 let vapor = TargetDependencyCondition.when(traits: ["Vapor"])
+/// Packages of either server adapter's tests.
+let server = TargetDependencyCondition.when(traits: ["Hummingbird", "Vapor"])
 
 // Platforms: Linux only. DBWatch uses inotify and Glibc (and the system
 // SQLite, `apt-get install libsqlite3-dev`). There is no `platforms:` entry:
@@ -186,6 +188,20 @@ let package = Package(
             dependencies: ["DBWatch"],
             path: "Tests/DBWatchTestSupport"
         ),
+        // Test support of the server adapters' tests (Hummingbird, Vapor):
+        // the test requests and schema, an SSE client over AsyncHTTPClient,
+        // a client that reads nothing, a log recorder.
+        .target(
+            name: "DBWatchServerTestSupport",
+            dependencies: [
+                "DBWatch",
+                "DBWatchDelivery",
+                "DBWatchTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/DBWatchServerTestSupport"
+        ),
         .testTarget(
             name: "DBWatchTests",
             dependencies: [
@@ -212,6 +228,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "DBWatchVaporTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchVapor",
+                "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
+                .product(name: "Vapor", package: "vapor", condition: vapor),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: vapor),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,0 +1,147 @@
+#if Vapor
+    import DBWatch
+    import DBWatchServerTestSupport
+    import DBWatchTestSupport
+    import DBWatchVapor
+    import Logging
+    import Synchronization
+    import Vapor
+
+    /// Delivery settings short enough for tests.
+    func testConfiguration() -> LiveQueriesConfiguration {
+        var configuration = LiveQueriesConfiguration()
+        configuration.keepAliveInterval = .seconds(30)
+        configuration.stalledClientTimeout = .seconds(30)
+        configuration.shutdownWriteGrace = .milliseconds(500)
+        return configuration
+    }
+
+    /// A running Vapor application on 127.0.0.1 with an ephemeral port,
+    /// started and stopped as a Vapor app's `main` does (`startup()` runs the
+    /// `serve` command, then `running.stop()` as on SIGTERM, then
+    /// `asyncShutdown()`), serving the test requests:
+    ///
+    /// - `GET /top?limit=N` (JSON; a negative limit throws a ``LiveQueryError``),
+    ///   `GET /top/events?limit=N&scope=S` (SSE), `/top/socket` (WebSocket,
+    ///   `TopPlayers` as JSON)
+    /// - `GET /checked/events`, `GET /big/events` (SSE)
+    /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
+    /// - `POST /players/:name/:score` (a write; an existing name is a
+    ///   constraint error, thrown)
+    /// - `/todos/socket`: the `X-User` header's todos (the client sends a
+    ///   `TodoFilter`), `/todos/checked/socket`: the client sends `Todos`
+    ///   whole, refused unless its owner is the `X-User`
+    ///
+    /// Errors thrown by routes are answered by ``LiveQueryErrorMiddleware``.
+    final class LiveServer: Sendable {
+        let port: Int
+        let live: LiveQueries
+        let database: any DatabaseWriter
+        private let app: Application
+        private let stopped = Mutex(false)
+
+        var baseURL: String { "http://127.0.0.1:\(port)" }
+
+        private init(port: Int, live: LiveQueries, database: any DatabaseWriter, app: Application) {
+            self.port = port
+            self.live = live
+            self.database = database
+            self.app = app
+        }
+
+        /// Shuts the application down as its `main` does on SIGTERM (once):
+        /// the lifecycle handlers (the live queries), then the HTTP server.
+        func shutDown() async throws {
+            let first = stopped.withLock { stopped in
+                defer { stopped = true }
+                return !stopped
+            }
+            guard first else { return }
+            app.running?.stop()
+            try await app.asyncShutdown()
+        }
+
+        /// Runs `body` against a new server, then shuts it down gracefully.
+        static func with<T: Sendable>(
+            kind: DatabaseKind = .inMemory,
+            configuration: LiveQueriesConfiguration = testConfiguration(),
+            logs: LogRecorder? = nil,
+            detectsExternalChanges: Bool = false,
+            _ body: @Sendable (LiveServer) async throws -> T
+        ) async throws -> T {
+            var logger = logs?.logger(label: "DBWatchVaporTests") ?? Logger(label: "DBWatchVaporTests")
+            if logs == nil { logger.logLevel = .error }
+            var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
+            if logs == nil { databaseLogger.logLevel = .error }
+            let database = try await kind.makeDatabase(
+                logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
+            let live = LiveQueries(database, configuration: configuration, logger: logger)
+            // The `serve` command's own arguments, not the test runner's.
+            let environment = Environment(
+                name: "testing", arguments: ["vapor", "serve", "--hostname", "127.0.0.1", "--port", "0"])
+            let app = try await Application.make(environment, logger: logger)
+            app.lifecycle.use(live)
+            app.middleware.use(LiveQueryErrorMiddleware(live))
+            addRoutes(to: app, live: live)
+            do {
+                try await app.startup()
+            } catch {
+                try? await app.asyncShutdown()
+                throw error
+            }
+            let port = app.http.server.shared.localAddress?.port ?? 0
+            let server = LiveServer(port: port, live: live, database: database, app: app)
+            do {
+                let result = try await body(server)
+                try await server.shutDown()
+                return result
+            } catch {
+                try? await server.shutDown()
+                throw error
+            }
+        }
+
+        private static func addRoutes(to app: Application, live: LiveQueries) {
+            app.get("top") { request async throws -> Response in
+                let limit = request.query[Int.self, at: "limit"] ?? 10
+                guard limit >= 0 else { throw LiveQueryError.badRequest("limit must not be negative") }
+                return await live.current(TopPlayers(limit: limit), for: request)
+            }
+            app.get("top", "events") { request -> Response in
+                let limit = request.query[Int.self, at: "limit"] ?? 10
+                let scope = request.query[String.self, at: "scope"]
+                return live.events(TopPlayers(limit: limit), for: request, scope: scope)
+            }
+            app.get("checked", "events") { request in live.events(CheckedPlayers(), for: request) }
+            app.get("hand") { request in await live.current(HandWrittenPlayers(), for: request) }
+            app.get("hand", "events") { request in live.events(HandWrittenPlayers(), for: request) }
+            app.get("big", "events") { request in live.events(BigText(), for: request) }
+            app.post("players", ":name", ":score") { request async throws -> HTTPStatus in
+                let name = try request.parameters.require("name")
+                let score = try request.parameters.require("score", as: Int.self)
+                try await live.database.write { db in
+                    try db.execute(sql: "INSERT INTO player (name, score) VALUES (?, ?)", arguments: [name, score])
+                }
+                return .created
+            }
+            app.webSocket("top", "socket") { request, webSocket in
+                live.webSocket(TopPlayers.self, for: request, webSocket: webSocket)
+            }
+            // The identity is a header here; a real server's authentication puts it in `request.auth`.
+            app.webSocket("todos", "socket") { request, webSocket in
+                let owner = request.headers.first(name: "X-User") ?? ""
+                live.webSocket(receiving: TodoFilter.self, for: request, webSocket: webSocket, scope: owner) {
+                    filter in Todos(owner: owner, limit: filter.limit)
+                }
+            }
+            app.webSocket("todos", "checked", "socket") { request, webSocket in
+                let owner = request.headers.first(name: "X-User") ?? ""
+                live.webSocket(receiving: Todos.self, for: request, webSocket: webSocket, scope: owner) {
+                    todos in
+                    guard todos.owner == owner else { throw LiveQueryError.forbidden("these are not your todos") }
+                    return todos
+                }
+            }
+        }
+    }
+#endif
