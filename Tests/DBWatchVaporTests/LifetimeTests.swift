@@ -5,6 +5,7 @@
     @testable import DBWatchVapor
     import Foundation
     import Testing
+    import Vapor
 
     @Suite("Vapor: disconnect, graceful shutdown, slow clients")
     struct LifetimeTests {
@@ -79,20 +80,27 @@
             }
         }
 
-        @Test func aStreamRequestedDuringShutdownIsRefused() async throws {
+        @Test func theLiveQueriesStopBeforeVaporsServerAndRefuseNewClientsMeanwhile() async throws {
+            let held = HeldShutdown()
             try await withTimeout {
-                try await LiveServer.with { server in
+                try await LiveServer.with(shutdownAfterLiveQueries: held) { server in
                     let stream = try await EventStreamClient.open("\(server.baseURL)/top/events")
                     _ = try await stream.nextEvent()
                     async let shutdown: Void = server.shutDown()
-                    // The final event comes once the shutdown has begun: the
-                    // server still listens, and refuses new streams.
+                    // Vapor shuts its lifecycle handlers down before its HTTP
+                    // server: the streams have ended and the database is
+                    // closed while the server still answers.
                     #expect(try await stream.nextEvent().event == "end")
-                    let refused = try? await EventStreamClient.open("\(server.baseURL)/top/events")
-                    if let refused {
-                        #expect(refused.status == 503)
-                        #expect(try await refused.remainingBody().hasPrefix(#"{"message":"#))
+                    await held.reached.wait()
+                    let refused = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    #expect(refused.status == 503)
+                    #expect(try await refused.remainingBody() == #"{"message":"the server is shutting down"}"#)
+                    let current = try await fetch("\(server.baseURL)/top")
+                    #expect(current.status == 503)
+                    await #expect(throws: SQLiteError.self) {
+                        try await server.database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
                     }
+                    held.release.open()
                     try await shutdown
                 }
             }
@@ -170,6 +178,17 @@
                     }
                     withExtendedLifetime(stuck) {}
                 }
+            }
+        }
+
+        /// A lifecycle handler whose shutdown says it began and waits to be released.
+        private struct HeldShutdown: LifecycleHandler {
+            let reached = Gate()
+            let release = Gate()
+
+            func shutdownAsync(_ application: Application) async {
+                reached.open()
+                await release.wait()
             }
         }
 

@@ -61,12 +61,15 @@
             try await app.asyncShutdown()
         }
 
-        /// Runs `body` against a new server, then shuts it down gracefully.
+        /// Runs `body` against a new server, then shuts it down gracefully;
+        /// `shutdownAfterLiveQueries` is a lifecycle handler whose shutdown
+        /// Vapor runs after the live queries' and before its HTTP server stops.
         static func with<T: Sendable>(
             kind: DatabaseKind = .inMemory,
             configuration: LiveQueriesConfiguration = testConfiguration(),
             logs: LogRecorder? = nil,
             detectsExternalChanges: Bool = false,
+            shutdownAfterLiveQueries: (any LifecycleHandler)? = nil,
             _ body: @Sendable (LiveServer) async throws -> T
         ) async throws -> T {
             var logger = logs?.logger(label: "DBWatchVaporTests") ?? Logger(label: "DBWatchVaporTests")
@@ -80,6 +83,8 @@
             let environment = Environment(
                 name: "testing", arguments: ["vapor", "serve", "--hostname", "127.0.0.1", "--port", "0"])
             let app = try await Application.make(environment, logger: logger)
+            // Vapor shuts handlers down in reverse order: this one after the live queries.
+            if let shutdownAfterLiveQueries { app.lifecycle.use(shutdownAfterLiveQueries) }
             app.lifecycle.use(live)
             app.middleware.use(LiveQueryErrorMiddleware(live))
             addRoutes(to: app, live: live)
