@@ -41,4 +41,6 @@ public final class RawClient: Sendable {
     }
 }
 
-public struct RawClientError: Error {}
+public struct RawClientError: Error {
+    public init() {}
+}

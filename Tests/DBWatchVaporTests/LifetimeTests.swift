@@ -181,6 +181,34 @@
             }
         }
 
+        @Test func aWebSocketClientThatReadsNothingIsDisconnected() async throws {
+            let configuration = {
+                var configuration = testConfiguration()
+                configuration.stalledClientTimeout = .seconds(2)
+                return configuration
+            }()
+            try await withTimeout {
+                try await LiveServer.with(configuration: configuration) { server in
+                    let stuck = try RawClient(port: server.port)
+                    try stuck.openWebSocket("/big/socket", sending: #"{"limit":1}"#)
+                    try await waitUntil { server.live.statistics.observations == 1 }
+                    // Large values until a write waits on the full socket and
+                    // the client is disconnected for making no progress: the
+                    // blocked write ends with the connection the adapter closes.
+                    var round = 0
+                    while server.live.statistics.clientsStalled == 0 {
+                        round += 1
+                        try #require(round < 5_000, "the client was never disconnected")
+                        try await writeLargeValue(round: round, to: server)
+                    }
+                    try await waitUntil {
+                        server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
+                    }
+                    withExtendedLifetime(stuck) {}
+                }
+            }
+        }
+
         /// A lifecycle handler whose shutdown says it began and waits to be released.
         private struct HeldShutdown: LifecycleHandler {
             let reached = Gate()

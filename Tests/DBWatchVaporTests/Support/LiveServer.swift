@@ -24,7 +24,8 @@
     /// - `GET /top?limit=N` (JSON; a negative limit throws a ``LiveQueryError``),
     ///   `GET /top/events?limit=N&scope=S` (SSE), `/top/socket` (WebSocket,
     ///   `TopPlayers` as JSON)
-    /// - `GET /checked/events`, `GET /big/events` (SSE)
+    /// - `GET /checked/events`, `GET /big/events` (SSE), `/big/socket`
+    ///   (WebSocket: the client sends a `TodoFilter`)
     /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
     /// - `POST /players/:name/:score` (a write; an existing name is a
     ///   constraint error, thrown)
@@ -131,6 +132,10 @@
             }
             app.webSocket("top", "socket") { request, webSocket in
                 live.webSocket(TopPlayers.self, for: request, webSocket: webSocket)
+            }
+            // Large values on a WebSocket: the client sends a `TodoFilter`.
+            app.webSocket("big", "socket") { request, webSocket in
+                live.webSocket(receiving: TodoFilter.self, for: request, webSocket: webSocket) { _ in BigText() }
             }
             // The identity is a header here; a real server's authentication puts it in `request.auth`.
             app.webSocket("todos", "socket") { request, webSocket in
