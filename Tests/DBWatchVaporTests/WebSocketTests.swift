@@ -124,6 +124,33 @@
             }
         }
 
+        @Test(arguments: [("/top/small/socket", 100), ("/top/socket", 20_000)])
+        func aMessageTooLargeEndsTheConnectionUnserved(path: String, size: Int) async throws {
+            // Past the route's maxMessageSize (64 bytes), or past Vapor's
+            // 16 KiB frame size (the default maxMessageSize is 64 KiB).
+            try await withTimeout {
+                try await LiveServer.with { server in
+                    var logger = Logger(label: "ws-client")
+                    logger.logLevel = .error
+                    let received = Protected<[String]>([])
+                    let close = try await WebSocketClient.connect(
+                        url: "ws://127.0.0.1:\(server.port)\(path)", logger: logger
+                    ) { inbound, outbound, _ in
+                        let padding = String(repeating: " ", count: size)
+                        try await outbound.write(.text(#"{"limit":1}"# + padding))
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            if case .text(let text) = message { received.withLock { $0.append(text) } }
+                        }
+                    }
+                    #expect(close?.closeCode == .messageTooLarge)
+                    #expect(received.withLock { $0 } == [])
+                    try await waitUntil {
+                        server.live.statistics.clientsConnected == 0 && server.live.statistics.observations == 0
+                    }
+                }
+            }
+        }
+
         @Test func shutdownEndsTheConnectionWithAFinalMessagePromptly() async throws {
             try await withTimeout {
                 try await LiveServer.with { server in

@@ -23,7 +23,8 @@
     ///
     /// - `GET /top?limit=N` (JSON; a negative limit throws a ``LiveQueryError``),
     ///   `GET /top/events?limit=N&scope=S` (SSE), `/top/socket` (WebSocket,
-    ///   `TopPlayers` as JSON)
+    ///   `TopPlayers` as JSON), `/top/small/socket` (the same, messages of
+    ///   64 bytes at most)
     /// - `GET /checked/events`, `GET /big/events` (SSE), `/big/socket`
     ///   (WebSocket: the client sends a `TodoFilter`)
     /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
@@ -132,6 +133,9 @@
             }
             app.webSocket("top", "socket") { request, webSocket in
                 live.webSocket(TopPlayers.self, for: request, webSocket: webSocket)
+            }
+            app.webSocket("top", "small", "socket") { request, webSocket in
+                live.webSocket(TopPlayers.self, for: request, webSocket: webSocket, maxMessageSize: 64)
             }
             // Large values on a WebSocket: the client sends a `TodoFilter`.
             app.webSocket("big", "socket") { request, webSocket in
