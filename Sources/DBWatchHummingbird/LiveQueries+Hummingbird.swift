@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// ``LiveQueries`` as a ServiceLifecycle `Service`: add it to the
+/// `LiveQueries` as a ServiceLifecycle `Service`: add it to the
 /// application's services.
 ///
 /// ```swift
