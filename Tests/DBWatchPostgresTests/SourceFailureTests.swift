@@ -5,7 +5,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: PostgreSQL unreachable, restarted, or its slot gone")
+@Suite("Replica: PostgreSQL unreachable, restarted, or its slot gone", RequiredProgram.postgresql.trait)
 struct SourceFailureTests {
     @Test("A PostgreSQL restart is retried; the replica keeps its rows meanwhile and catches up after")
     func aRestartIsRetried() async throws {
@@ -133,7 +133,7 @@ extension SourceFailureTests {
     }
 }
 
-@Suite("Replica: SQLite failures and status")
+@Suite("Replica: SQLite failures and status", RequiredProgram.postgresql.trait)
 struct ReplicaDatabaseFailureTests {
     @Test("A write the SQLite file refuses stops the replica with databaseFailed, keeping what came before")
     func aRefusedWriteStops() async throws {
@@ -174,7 +174,7 @@ struct ReplicaDatabaseFailureTests {
     }
 }
 
-@Suite("Replica: removal")
+@Suite("Replica: removal", RequiredProgram.postgresql.trait)
 struct ReplicaRemovalTests {
     @Test("A running replica's slot is listed in use and cannot be dropped; once it stopped, it can")
     func aRunningReplicasSlotIsInUse() async throws {
