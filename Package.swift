@@ -108,7 +108,8 @@ let package = Package(
             // `dbwatch demo`'s schema: `Demo/Migrations` links to the
             // repository's `Migrations/`, whose files become byte arrays
             // (`PackageResources`), so the binary needs no file at run time.
-            resources: [.embedInCode("Demo/Migrations")]
+            // `serve`'s page, `Serve/Page/index.html`, likewise.
+            resources: [.embedInCode("Demo/Migrations"), .embedInCode("Serve/Page")]
         ),
         .target(
             name: "DBWatchHummingbird",
