@@ -10,7 +10,8 @@ import Testing
 /// @Suite("the page in a browser", RequiredProgram.chromium.trait)
 /// ```
 public struct RequiredProgram: Sendable {
-    /// The executable's name, looked up in `PATH` and the usual folders.
+    /// The executable's name, looked up in `PATH` and the usual folders
+    /// (for ``postgresql``, a set of programs, the package's name).
     public let name: String
     /// The Debian package that installs it.
     public let package: String
