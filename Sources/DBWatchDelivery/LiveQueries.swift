@@ -46,7 +46,7 @@ import Synchronization
 ///    connection's own task.
 /// 4. Adapter: the loop's `write` turns the frame into the framework's
 ///    buffer once for all clients (`Frame.wire`) and writes it to
-///    the response body or the WebSocket (`EventStream.swift`,
+///    the response body or the WebSocket (`EventStreamSession.swift`,
 ///    `WebSocketSession.swift` are what adapters drive).
 ///
 /// Housekeeping (keep-alives, stalls) and shutdown are in

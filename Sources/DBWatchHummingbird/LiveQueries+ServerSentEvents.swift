@@ -79,13 +79,13 @@ extension LiveQueries {
         let admission = eventStream(
             request, scope: scope, lastEventID: httpRequest.headers[Self.lastEventID], logger: context.logger,
             encode: encode)
-        let stream: EventStream<R>
+        let stream: EventStreamSession<R>
         switch admission {
         case .refused(let answer): return Response(answer)
         case .accepted(let accepted): stream = accepted
         }
         return Response(
-            status: .ok, headers: HTTPFields(EventStream<R>.headers),
+            status: .ok, headers: HTTPFields(EventStreamSession<R>.headers),
             body: ResponseBody { writer in
                 try await httpRequest.body.consumeWithInboundCloseHandler { _ in
                     try await withGracefulShutdownHandler {
