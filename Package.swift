@@ -123,7 +123,8 @@ let package = Package(
             // `dbwatch demo`'s schema: `Demo/Migrations` links to the
             // repository's `Migrations/`, whose files become byte arrays
             // (`PackageResources`), so the binary needs no file at run time.
-            resources: [.embedInCode("Demo/Migrations")]
+            // `serve`'s page, `Serve/Page/index.html`, likewise.
+            resources: [.embedInCode("Demo/Migrations"), .embedInCode("Serve/Page")]
         ),
         // The delivery engine: a value of a shared observation encoded once
         // into frames, each client's pending frame, keep-alive and stall
@@ -181,11 +182,19 @@ let package = Package(
             path: "Tests/CFaultInjection"
         ),
         // Test support shared by the test targets: timeouts, gates,
-        // temporary directories, the kinds of database, CPU load and the
-        // lock that keeps latency tests apart from headless-browser tests.
+        // temporary directories, the kinds of database, CPU load, the
+        // lock that keeps latency tests apart from headless-browser tests,
+        // the PostgreSQL test server, and one client of each kind (raw TCP,
+        // server-sent events, WebSocket).
         .target(
             name: "DBWatchTestSupport",
-            dependencies: ["DBWatch"],
+            dependencies: [
+                "DBWatch",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/DBWatchTestSupport"
         ),
         // Test support of the server adapters' tests (Hummingbird, Vapor):
@@ -264,8 +273,6 @@ let package = Package(
                 "DBWatchTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
-                // The page tests drive headless Chromium over its DevTools WebSocket.
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 // The JWTs of the authentication tests are signed by the tests.

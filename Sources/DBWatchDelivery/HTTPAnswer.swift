@@ -31,7 +31,7 @@ package struct HTTPAnswer: Sendable {
     }
 
     /// The answer to `error`, with its status, from the one table of
-    /// <doc:Errors>:
+    /// <doc:ErrorAnswers>:
     ///
     /// | error | status |
     /// | --- | --- |

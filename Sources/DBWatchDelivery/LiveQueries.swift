@@ -37,7 +37,7 @@ import Synchronization
 ///    value with the last (for `Equatable` values) and hands it to the one
 ///    subscription of each shared observation.
 /// 2. Shared observation (`LiveQueries+Sharing.swift`): one task per
-///    distinct request and scope encodes the value once into a ``Frame``
+///    distinct request and scope encodes the value once into a `Frame`
 ///    (`Frame.swift`), every transport's bytes at once, and offers it to each
 ///    client (`SharedObservation.swift`).
 /// 3. Client (`ClientMailbox.swift`, its rules in
@@ -45,8 +45,8 @@ import Synchronization
 ///    (latest wins) and wakes the client's write loop, which runs in the
 ///    connection's own task.
 /// 4. Adapter: the loop's `write` turns the frame into the framework's
-///    buffer once for all clients (``Frame/wire(_:_:)``) and writes it to
-///    the response body or the WebSocket (`EventStream.swift`,
+///    buffer once for all clients (`Frame.wire`) and writes it to
+///    the response body or the WebSocket (`EventStreamSession.swift`,
 ///    `WebSocketSession.swift` are what adapters drive).
 ///
 /// Housekeeping (keep-alives, stalls) and shutdown are in

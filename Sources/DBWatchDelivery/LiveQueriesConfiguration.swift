@@ -23,8 +23,8 @@ public struct LiveQueriesConfiguration: Sendable {
     /// kernel's send buffer (megabytes per connection unless limited) and
     /// NIO's 64 KiB. With small events that can take minutes, and each such
     /// client pins that much kernel memory meanwhile. Serve through
-    /// ``ConnectionLimits`` (a small send buffer, and
-    /// ``ConnectionLimits/unsentDataTimeout`` set to this value) so that a
+    /// `ConnectionLimits` (DBWatchHummingbird) (a small send buffer, and
+    /// `unsentDataTimeout` set to this value) so that a
     /// client whose connection takes no bytes for this long is dropped
     /// whatever the size of events.
     ///
@@ -41,7 +41,7 @@ public struct LiveQueriesConfiguration: Sendable {
     /// ```
     public var shutdownWriteGrace: Duration = .seconds(1)
 
-    /// Whether ``LiveQueries/run()`` closes the database when it ends, after
+    /// Whether the live queries close the database when they stop, after
     /// graceful shutdown. True by default.
     ///
     /// ```swift
@@ -91,7 +91,7 @@ public struct LiveQueriesConfiguration: Sendable {
     /// ```
     public init() {}
 
-    /// How often ``LiveQueries/run()`` checks clients for keep-alives,
+    /// How often the housekeeping checks clients for keep-alives,
     /// stalls and shutdown grace.
     var housekeepingInterval: Duration {
         let shortest = min(keepAliveInterval, stalledClientTimeout, shutdownWriteGrace)

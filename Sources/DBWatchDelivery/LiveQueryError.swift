@@ -3,7 +3,7 @@
 /// initializer or a WebSocket's request hook to answer 400 or 403 with a
 /// JSON body (on a WebSocket, an error message with the same text). Both
 /// adapters (Hummingbird, Vapor) answer it with ``httpStatus`` and the one
-/// JSON error shape, `{"message": …}` (see <doc:Errors>).
+/// JSON error shape, `{"message": …}` (see <doc:ErrorAnswers>).
 ///
 /// ```swift
 /// guard let limit = request.uri.queryParameters.get("limit", as: Int.self), limit > 0 else {

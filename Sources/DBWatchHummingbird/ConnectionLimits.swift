@@ -10,7 +10,7 @@ import NIOCore
 /// What one HTTP connection may hold: how long its request head may take,
 /// and how many bytes its socket may keep unsent, for how long.
 ///
-/// ``LiveQueries`` does not own the server's connections; these limits
+/// `LiveQueries` does not own the server's connections; these limits
 /// apply where they are made, in the server builder:
 ///
 /// ```swift
@@ -70,7 +70,7 @@ public struct ConnectionLimits: Sendable {
     /// unacknowledged, before the kernel drops the connection
     /// (`TCP_USER_TIMEOUT`); `nil` keeps the system's (about 15 minutes of
     /// retransmissions, and no limit while the client's window is closed).
-    /// 30 s by default: set it to ``LiveQueriesConfiguration/stalledClientTimeout``.
+    /// 30 s by default: set it to `LiveQueriesConfiguration.stalledClientTimeout`.
     /// The kernel checks at its zero-window probes, so the drop comes up to
     /// a probe interval (at most this timeout again) later.
     ///

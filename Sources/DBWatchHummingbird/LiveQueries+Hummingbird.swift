@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// ``LiveQueries`` as a ServiceLifecycle `Service`: add it to the
+/// `LiveQueries` as a ServiceLifecycle `Service`: add it to the
 /// application's services.
 ///
 /// ```swift
@@ -82,7 +82,14 @@ extension LiveQueries: Service {
     /// ```
     public func errorResponse(_ error: any Error, logger: Logger) -> Response {
         if !(error is LiveQueryError), let error = error as? any HTTPResponseError {
-            return Response(.error(status: error.status.code, message: Self.message(of: error)))
+            var response = Response(.error(status: error.status.code, message: Self.message(of: error)))
+            // Its own fields (`Allow`, `WWW-Authenticate`), but not its body's.
+            if let error = error as? HTTPError {
+                for field in error.headers where field.name != .contentType && field.name != .contentLength {
+                    response.headers.append(field)
+                }
+            }
+            return response
         }
         return Response(errorAnswer(error, logger: logger))
     }

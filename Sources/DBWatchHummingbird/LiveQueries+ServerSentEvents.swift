@@ -23,13 +23,13 @@ extension LiveQueries {
     ///   value it holds receives nothing until the value changes.
     /// - A failing fetch is an `event: error` with `{"message", "code"}` (the
     ///   SQLite extended code); the stream goes on and recovers.
-    /// - A comment line every ``LiveQueriesConfiguration/keepAliveInterval``
+    /// - A comment line every `LiveQueriesConfiguration.keepAliveInterval`
     ///   while idle.
     /// - Graceful shutdown ends the stream with `event: end`
     ///   (`{"reason":"shutdown"}`); so does a closed database, after its error.
     /// - Refused with a JSON 503 when the server shuts down or the database
     ///   is closed, and with a 503 and `Retry-After` when it would start more
-    ///   than ``LiveQueriesConfiguration/maxObservations`` shared observations
+    ///   than `LiveQueriesConfiguration.maxObservations` shared observations
     ///   (if the cap fills between the answer's head and its first event, the
     ///   stream is an `error` event then `event: end`).
     ///
@@ -49,7 +49,7 @@ extension LiveQueries {
     }
 
     /// A server-sent events stream of `request` whose value writes its own
-    /// JSON (see ``JSONEncodedValue``); otherwise as for an `Encodable` value.
+    /// JSON (see `JSONEncodedValue`); otherwise as for an `Encodable` value.
     ///
     /// ```swift
     /// router.get("rows/events") { request, context in live.events(RowsQuery(), for: request, context: context) }
@@ -79,13 +79,13 @@ extension LiveQueries {
         let admission = eventStream(
             request, scope: scope, lastEventID: httpRequest.headers[Self.lastEventID], logger: context.logger,
             encode: encode)
-        let stream: EventStream<R>
+        let stream: EventStreamSession<R>
         switch admission {
         case .refused(let answer): return Response(answer)
         case .accepted(let accepted): stream = accepted
         }
         return Response(
-            status: .ok, headers: HTTPFields(EventStream<R>.headers),
+            status: .ok, headers: HTTPFields(EventStreamSession<R>.headers),
             body: ResponseBody { writer in
                 try await httpRequest.body.consumeWithInboundCloseHandler { _ in
                     try await withGracefulShutdownHandler {

@@ -22,7 +22,7 @@ extension LiveQueries {
     /// Messages from the server, one JSON object each: `{"type":"value",
     /// "id", "value"}` (`id` as a server-sent event's), `{"type":"error","error":{"message","code"}}`
     /// (a failing fetch, parameters that do not decode, or a request that
-    /// would start more than ``LiveQueriesConfiguration/maxObservations``
+    /// would start more than `LiveQueriesConfiguration.maxObservations`
     /// shared observations: the connection and its current subscription stay
     /// open), and `{"type":"end","reason"}` before the server closes
     /// the connection (shutdown, closed database).
@@ -83,7 +83,7 @@ extension LiveQueries {
     /// ```
     ///
     /// A message that does not decode is an error message naming what is
-    /// wrong (`invalid request parameters: …`); a ``LiveQueryError`` thrown
+    /// wrong (`invalid request parameters: …`); a `LiveQueryError` thrown
     /// by `Message`'s own decoding or by `request` reaches the client with
     /// its message; any other error as `the request was refused`, logged at
     /// debug level with the error.

@@ -83,7 +83,7 @@
                 let body = Response.Body(stream: { writer in
                     Task { await EventStreamBody(stream: stream, writer: writer).run() }
                 })
-                return Response(status: .ok, headers: HTTPHeaders(EventStream<R>.headers), body: body)
+                return Response(status: .ok, headers: HTTPHeaders(EventStreamSession<R>.headers), body: body)
             }
         }
     }
@@ -91,7 +91,7 @@
     /// One server-sent events answer: the engine's stream written to Vapor's
     /// response body.
     private struct EventStreamBody<R: Queryable>: Sendable {
-        let stream: EventStream<R>
+        let stream: EventStreamSession<R>
         let writer: any BodyStreamWriter
 
         func run() async {

@@ -46,8 +46,8 @@ struct LifetimeTests {
                     streams.append(stream)
                 }
                 // And a client that reads nothing.
-                let stuck = try RawClient(port: server.port)
-                try stuck.get("/top/events")
+                let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                try stuck.sendGET("/top/events")
                 try await waitUntil { server.live.statistics.clientsConnected == 4 }
 
                 let start = ContinuousClock.now
@@ -77,8 +77,8 @@ struct LifetimeTests {
     @Test func shutdownDisconnectsAClientBlockedInAWriteAfterTheGrace() async throws {
         try await withTimeout {
             try await LiveServer.with { server in
-                let stuck = try RawClient(port: server.port)
-                try stuck.get("/big/events")
+                let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                try stuck.sendGET("/big/events")
                 try await waitUntil { server.live.statistics.clientsConnected == 1 }
                 // Until a value waits behind a write that does not progress.
                 try await fillUntilBlocked(server)
@@ -152,8 +152,8 @@ struct LifetimeTests {
         }()
         try await withTimeout {
             try await LiveServer.with(configuration: configuration) { server in
-                let stuck = try RawClient(port: server.port)
-                try stuck.get("/big/events")
+                let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                try stuck.sendGET("/big/events")
                 try await waitUntil { server.live.statistics.clientsConnected == 1 }
                 // Large values until the socket is full, a write waits, and
                 // the client is disconnected for making no progress.

@@ -1,8 +1,6 @@
 import DBWatch
 import DBWatchTestSupport
 import Foundation
-import HummingbirdWSClient
-import Logging
 import Testing
 
 @testable import DBWatchHummingbird
@@ -91,25 +89,18 @@ struct ObservationCapTests {
             try await LiveServer.with(configuration: capped(1)) { server in
                 let held = try await EventStream.open("\(server.baseURL)/top/events?limit=1")
                 _ = try await held.nextEvent()
-                var logger = Logger(label: "ws-client")
-                logger.logLevel = .error
-                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/top/socket", logger: logger) {
-                    inbound, outbound, _ in
-                    var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-                    func next() async throws -> SocketMessage {
-                        guard case .text(let text) = try await messages.next() else { throw EventStream.EndOfStream() }
-                        return try JSONDecoder().decode(SocketMessage.self, from: Data(text.utf8))
-                    }
-                    try await outbound.write(.text(#"{"limit":2}"#))
+                try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
+                    func next() async throws -> SocketMessage { try await socket.next(SocketMessage.self) }
+                    try await socket.send(#"{"limit":2}"#)
                     let refused = try await next()
                     #expect(refused.type == "error")
                     #expect(refused.error?.message.contains("too many") == true)
                     // The same connection, a request already observed: joins it.
-                    try await outbound.write(.text(#"{"limit":1}"#))
+                    try await socket.send(#"{"limit":1}"#)
                     let value = try await next()
                     #expect(value.type == "value")
                     #expect(value.value == [Player(name: "arthur", score: 100)])
-                    try await outbound.close(.normalClosure, reason: nil)
+                    try await socket.close()
                 }
                 #expect(server.live.statistics.observations == 1)
             }
@@ -119,23 +110,16 @@ struct ObservationCapTests {
     @Test func aWebSocketAloneOnItsObservationMaySwitchRequestsAtTheCap() async throws {
         try await withTimeout {
             try await LiveServer.with(configuration: capped(1)) { server in
-                var logger = Logger(label: "ws-client")
-                logger.logLevel = .error
-                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/top/socket", logger: logger) {
-                    inbound, outbound, _ in
-                    var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-                    func next() async throws -> SocketMessage {
-                        guard case .text(let text) = try await messages.next() else { throw EventStream.EndOfStream() }
-                        return try JSONDecoder().decode(SocketMessage.self, from: Data(text.utf8))
-                    }
-                    try await outbound.write(.text(#"{"limit":1}"#))
+                try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
+                    func next() async throws -> SocketMessage { try await socket.next(SocketMessage.self) }
+                    try await socket.send(#"{"limit":1}"#)
                     #expect(try await next().value == [Player(name: "arthur", score: 100)])
                     // Its own observation, which it leaves, does not count.
-                    try await outbound.write(.text(#"{"limit":2}"#))
+                    try await socket.send(#"{"limit":2}"#)
                     let switched = try await next()
                     #expect(switched.type == "value")
                     #expect(switched.value?.count == 2)
-                    try await outbound.close(.normalClosure, reason: nil)
+                    try await socket.close()
                 }
                 try await waitUntil { server.live.statistics.observations == 0 }
             }

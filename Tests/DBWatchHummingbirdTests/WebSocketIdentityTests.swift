@@ -2,9 +2,6 @@ import DBWatch
 import DBWatchHummingbird
 import DBWatchTestSupport
 import Foundation
-import HTTPTypes
-import HummingbirdWSClient
-import Logging
 import Testing
 
 /// A message of the per-user WebSocket routes.
@@ -28,20 +25,9 @@ struct WebSocketIdentityTests {
             async throws
             -> Void
     ) async throws {
-        var logger = Logger(label: "ws-client")
-        logger.logLevel = .error
-        var configuration = WebSocketClientConfiguration()
-        configuration.additionalHeaders = [HTTPField.Name("X-User")!: user]
-        try await WebSocketClient.connect(
-            url: "ws://127.0.0.1:\(server.port)\(path)", configuration: configuration, logger: logger
-        ) { inbound, outbound, _ in
-            var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-            func next() async throws -> TodoMessage {
-                guard case .text(let text) = try await messages.next() else { throw EventStream.EndOfStream() }
-                return try JSONDecoder().decode(TodoMessage.self, from: Data(text.utf8))
-            }
-            try await body({ try await outbound.write(.text($0)) }, next)
-            try await outbound.close(.normalClosure, reason: nil)
+        try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)\(path)", headers: ["X-User": user]) { socket in
+            try await body({ try await socket.send($0) }, { try await socket.next(TodoMessage.self) })
+            try await socket.close()
         }
     }
     @Test func aClientCannotNameAnotherOwnerWhenTheRouteBindsIt() async throws {

@@ -2,8 +2,6 @@ import DBWatch
 import DBWatchHummingbird
 import DBWatchTestSupport
 import Foundation
-import HummingbirdWSClient
-import Logging
 import Testing
 
 /// A message from the server.
@@ -20,23 +18,16 @@ struct WebSocketTests {
     @Test func requestChangesOnTheSameConnection() async throws {
         try await withTimeout {
             try await LiveServer.with { server in
-                var logger = Logger(label: "ws-client")
-                logger.logLevel = .error
                 let database = server.database
-                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/top/socket", logger: logger) {
-                    inbound, outbound, _ in
-                    var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-                    func next() async throws -> SocketMessage {
-                        guard case .text(let text) = try await messages.next() else { throw EventStream.EndOfStream() }
-                        return try JSONDecoder().decode(SocketMessage.self, from: Data(text.utf8))
-                    }
-                    try await outbound.write(.text(#"{"limit":1}"#))
+                try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
+                    func next() async throws -> SocketMessage { try await socket.next(SocketMessage.self) }
+                    try await socket.send(#"{"limit":1}"#)
                     let first = try await next()
                     #expect(first.type == "value")
                     #expect(first.value == [Player(name: "arthur", score: 100)])
 
                     // New parameters, same connection.
-                    try await outbound.write(.text(#"{"limit":3}"#))
+                    try await socket.send(#"{"limit":3}"#)
                     let second = try await next()
                     #expect(second.value?.map(\.name) == ["arthur", "barbara"])
 
@@ -45,13 +36,13 @@ struct WebSocketTests {
                     #expect(third.value?.map(\.name) == ["arthur", "carol", "barbara"])
 
                     // Parameters that do not decode: an error, the connection stays.
-                    try await outbound.write(.text(#"{"limit":"many"}"#))
+                    try await socket.send(#"{"limit":"many"}"#)
                     let error = try await next()
                     #expect(error.type == "error")
                     #expect(error.error?.message == "invalid request parameters: limit has the wrong type")
-                    try await outbound.write(.text(#"{"limit":1}"#))
+                    try await socket.send(#"{"limit":1}"#)
                     #expect(try await next().value?.map(\.name) == ["arthur"])
-                    try await outbound.close(.normalClosure, reason: nil)
+                    try await socket.close()
                 }
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
@@ -64,21 +55,15 @@ struct WebSocketTests {
     @Test func shutdownClosesTheSocketPromptly() async throws {
         try await withTimeout {
             try await LiveServer.with { server in
-                var logger = Logger(label: "ws-client")
-                logger.logLevel = .error
                 let (subscribed, subscribedContinuation) = AsyncStream.makeStream(of: Void.self)
-                async let client = WebSocketClient.connect(
-                    url: "ws://127.0.0.1:\(server.port)/top/socket", logger: logger
-                ) { inbound, outbound, _ in
-                    var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-                    try await outbound.write(.text(#"{"limit":1}"#))
-                    _ = try await messages.next()
+                async let client: Void = TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
+                    try await socket.send(#"{"limit":1}"#)
+                    _ = try await socket.nextText()
                     subscribedContinuation.yield()
                     // Hummingbird's WebSocket handler closes the connection on
                     // graceful shutdown (close code 1000) at the same time as
                     // the final message is written: the message may not come first.
-                    while let message = try await messages.next() {
-                        guard case .text(let text) = message else { continue }
+                    while let text = try await socket.nextText() {
                         let final = try JSONDecoder().decode(SocketMessage.self, from: Data(text.utf8))
                         #expect(final.type == "end")
                         #expect(final.reason == "shutdown")

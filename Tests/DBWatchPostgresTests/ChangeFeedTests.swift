@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: the change feed")
+@Suite("Replica: the change feed", RequiredProgram.postgresql.trait)
 struct ChangeFeedTests {
     static let schema = """
         CREATE TABLE player (id int PRIMARY KEY, name text, score int);

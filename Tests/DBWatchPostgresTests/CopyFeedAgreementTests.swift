@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import Foundation
 import Testing
 
-@Suite("Replica: the initial copy and the change feed give the same values")
+@Suite("Replica: the initial copy and the change feed give the same values", RequiredProgram.postgresql.trait)
 struct CopyFeedAgreementTests {
     @Test("A char(n) value keeps its padding in the initial copy, as in the change feed")
     func copiedCharKeepsItsPadding() async throws {

@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: the initial copy")
+@Suite("Replica: the initial copy", RequiredProgram.postgresql.trait)
 struct InitialCopyTests {
     @Test("The tables are created in SQLite and their rows copied, NULLs included")
     func rowsAreCopied() async throws {

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Testing
 
 @testable import DBWatchPostgres
@@ -276,23 +277,5 @@ struct PgOutputParsingTests {
         }
         // Some corruptions still read (a changed value byte); most do not.
         #expect(parsed > 0 && parsed < 20_000)
-    }
-}
-
-/// A deterministic random generator (SplitMix64), so that a failure
-/// repeats.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

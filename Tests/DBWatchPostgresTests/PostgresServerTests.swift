@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("The PostgreSQL test server")
+@Suite("The PostgreSQL test server", RequiredProgram.postgresql.trait)
 struct PostgresServerTests {
     @Test("A server starts with logical decoding on, on 127.0.0.1 and a port of its own")
     func starts() async throws {

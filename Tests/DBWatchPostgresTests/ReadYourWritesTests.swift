@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: read your writes and precision")
+@Suite("Replica: read your writes and precision", RequiredProgram.postgresql.trait)
 struct ReadYourWritesTests {
     @Test("After waiting for a commit's position, the replica shows the commit")
     func waitingForThePositionShowsTheWrite() async throws {

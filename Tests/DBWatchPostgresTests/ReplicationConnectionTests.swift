@@ -10,7 +10,7 @@ import Testing
 
 /// The replication connection against a real PostgreSQL: authentication as
 /// PostgreSQL 15 configures it, TLS, and what PostgreSQL logs.
-@Suite("Replication connection: authentication, TLS, the server's log")
+@Suite("Replication connection: authentication, TLS, the server's log", RequiredProgram.postgresql.trait)
 struct ReplicationConnectionTests {
     /// Connects as `user` and returns `SELECT ssl FROM pg_stat_ssl` of the
     /// session (`t` over TLS).
@@ -75,7 +75,8 @@ struct ReplicationConnectionTests {
     }
 
     @Test(
-        "TLS verified by the test's certificate authority encrypts the session; another name or an untrusted authority is refused; a TLS-only user is refused without TLS"
+        "TLS verified by the test's certificate authority encrypts the session; another name or an untrusted authority is refused; a TLS-only user is refused without TLS",
+        RequiredProgram.openssl.trait
     )
     func tls() async throws {
         try await withPostgresServer(tls: true) { postgres in
@@ -108,7 +109,7 @@ struct ReplicationConnectionTests {
         }
     }
 
-    @Test("A replica authenticated with SCRAM over verified TLS copies and streams")
+    @Test("A replica authenticated with SCRAM over verified TLS copies and streams", RequiredProgram.openssl.trait)
     func replicaOverSCRAMAndTLS() async throws {
         try await withPostgresServer(tls: true) { postgres in
             try await postgres.createPasswordUsers()

@@ -5,7 +5,7 @@ import Logging
 import PostgresNIO
 import Testing
 
-@Suite("Replication slots, for operators")
+@Suite("Replication slots, for operators", RequiredProgram.postgresql.trait)
 struct ReplicationSlotsTests {
     @Test(
         "Slot names of DBWatch replicas",

@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: schema changes and unsupported tables")
+@Suite("Replica: schema changes and unsupported tables", RequiredProgram.postgresql.trait)
 struct SchemaChangeTests {
     static let schema = """
         CREATE TABLE player (id int PRIMARY KEY, name text);

@@ -4,7 +4,7 @@ import DBWatchTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("Replica: shutdown")
+@Suite("Replica: shutdown", RequiredProgram.postgresql.trait)
 struct ShutdownTests {
     @Test("A replica stopped while PostgreSQL makes it wait returns promptly")
     func aStopWhilePostgreSQLWaitsIsPrompt() async throws {

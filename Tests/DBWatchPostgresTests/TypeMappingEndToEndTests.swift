@@ -5,7 +5,7 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@Suite("Replica: types, copied and streamed")
+@Suite("Replica: types, copied and streamed", RequiredProgram.postgresql.trait)
 struct TypeMappingEndToEndTests {
     static let schema = """
         CREATE TYPE mood AS ENUM ('sad', 'happy');

@@ -75,8 +75,9 @@ extension PostgresServer {
     /// the server settings that turn TLS on with them.
     static func makeCertificates(in folder: String, programs: Programs) async throws -> [String: String] {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: FileManager.default.isExecutableFile)
-        guard let openssl else { throw Failure("openssl is missing: apt-get install openssl") }
+        guard let openssl = RequiredProgram.openssl.path else {
+            throw Failure("openssl is missing: apt-get install openssl")
+        }
         let steps: [[String]] = [
             [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=dbwatch test CA",

@@ -20,8 +20,10 @@ import Foundation
 /// }
 /// ```
 ///
-/// The server programs come from Debian's `postgresql` package
-/// (`pg_config --bindir`, else the newest `/usr/lib/postgresql/*/bin`).
+/// The server programs come from Debian's `postgresql` package (see
+/// ``programsFolder``); a test that starts a server carries
+/// `RequiredProgram.postgresql.trait`, which skips it where they are
+/// missing.
 /// PostgreSQL refuses to run as root: when the tests run as root, the
 /// server runs as the user `postgres` (`runuser -u postgres --`), in a
 /// directory it owns. The cluster is made by `initdb` once per test process,
@@ -482,32 +484,51 @@ struct Programs: Sendable {
             owner: (user.pointee.pw_uid, user.pointee.pw_gid))
     }
 
-    /// `pg_config --bindir` if it holds the server programs (Debian's
-    /// `/usr/bin/pg_config` of libpq-dev says `/usr/bin`, which does not),
-    /// else the newest `/usr/lib/postgresql/<version>/bin` that does.
+    /// ``PostgresServer/programsFolder``, or a failure that says how to
+    /// install PostgreSQL.
     private static func serverDirectory() async throws -> String {
-        let hasServer = { (directory: String) in
+        guard let folder = PostgresServer.programsFolder else {
+            throw PostgresServer.Failure(
+                "PostgreSQL's server programs (initdb, pg_ctl, postgres, psql) were not found "
+                    + "(\(PostgresServer.programsFolderLookup)): apt-get install postgresql")
+        }
+        return folder
+    }
+}
+
+extension PostgresServer {
+    /// The environment variable that names the folder of PostgreSQL's
+    /// server programs, for a PostgreSQL installed elsewhere; pointed at an
+    /// empty folder, the tests see a machine without PostgreSQL.
+    public static let programsFolderVariable = "DBWATCH_TESTS_POSTGRESQL_BIN"
+
+    /// The folder of PostgreSQL's server programs (`initdb`, `pg_ctl`,
+    /// `postgres`, `psql`), or nil when they are not installed: the folder
+    /// `DBWATCH_TESTS_POSTGRESQL_BIN` names when it is set (and no other),
+    /// else the first folder of `PATH` that holds them all, else the newest
+    /// `/usr/lib/postgresql/<version>/bin` that does (Debian's
+    /// `postgresql`, whose `/usr/bin` holds `psql` only).
+    public static var programsFolder: String? {
+        let hasServer = { (folder: String) in
             ["initdb", "pg_ctl", "postgres", "psql"].allSatisfy {
-                FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
+                FileManager.default.isExecutableFile(atPath: folder + "/" + $0)
             }
         }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        if let pgConfig = path.split(separator: ":").map({ $0 + "/pg_config" }).first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }),
-            let result = try? await ChildProcess.run([pgConfig, "--bindir"], timeout: 10), result.exitStatus == 0
-        {
-            let directory = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            if hasServer(directory) { return directory }
-        }
+        let environment = ProcessInfo.processInfo.environment
+        if let folder = environment[programsFolderVariable] { return hasServer(folder) ? folder : nil }
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        if let folder = path.first(where: hasServer) { return folder }
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
-            let directory = "/usr/lib/postgresql/\(version)/bin"
-            if hasServer(directory) { return directory }
+        return versions.sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }.lazy.map { "/usr/lib/postgresql/\($0)/bin" }
+            .first(where: hasServer)
+    }
+
+    /// Where ``programsFolder`` looked, for a message.
+    static var programsFolderLookup: String {
+        if let folder = ProcessInfo.processInfo.environment[programsFolderVariable] {
+            return "in \(folder), which \(programsFolderVariable) names"
         }
-        throw PostgresServer.Failure(
-            "PostgreSQL's server programs (initdb, pg_ctl, postgres, psql) were not found in `pg_config --bindir` "
-                + "nor in /usr/lib/postgresql/*/bin: apt-get install postgresql")
+        return "in PATH nor in /usr/lib/postgresql/*/bin; \(programsFolderVariable) may name their folder"
     }
 }
 

@@ -1,15 +1,22 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A raw TCP client on 127.0.0.1 for tests of what a server does to a bad
-/// client: one that sends its request a byte at a time, or reads nothing.
-/// Every wait is bounded; the descriptor closes with the object.
+/// The tests' raw TCP client on 127.0.0.1: for what a server does to a bad
+/// client (one that sends its request a byte at a time, or reads nothing),
+/// and for requests no HTTP client library sends (no `Host`, a foreign
+/// one, two of them), whose answer ``readResponse(seconds:)`` reads as
+/// bytes. Every wait is bounded; the descriptor closes with the object.
 ///
 /// ```swift
 /// let socket = try TCPTestSocket(port: port)
 /// try socket.send("GET / HTTP/1.1\r\n")
 /// let closed = try await socket.waitForClose(seconds: 5)   // true once the server closed it
+///
+/// let stuck = try TCPTestSocket(port: port, receiveBuffer: 4096)
+/// try stuck.sendGET("/top/events")                         // and never read: a stuck browser
 /// ```
 public final class TCPTestSocket: Sendable {
     /// The socket's descriptor.
@@ -52,6 +59,25 @@ public final class TCPTestSocket: Sendable {
         }
     }
 
+    /// Sends `GET path` with `Host: 127.0.0.1` and `Accept: accept`, and
+    /// keeps the connection open.
+    public func sendGET(_ path: String, accept: String = "text/event-stream") throws {
+        try send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: \(accept)\r\n\r\n")
+    }
+
+    /// Reads one HTTP answer: its head, then the body up to its
+    /// `Content-Length`, else until the connection closes (none after a
+    /// 101, 204 or 304). The blocking reads run on a thread of their own,
+    /// so they hold no thread of the cooperative pool; each waits at most
+    /// `seconds`, and a server that answers nothing is a thrown error.
+    public func readResponse(seconds: Int = 20) async throws -> RawHTTPResponse {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { [self] in
+                continuation.resume(with: Result { try blockingReadResponse(seconds: seconds) })
+            }.start()
+        }
+    }
+
     /// What has arrived, up to `maximum` bytes, without waiting: empty
     /// when nothing did; nil once the server closed the connection (an end
     /// of file or a reset) and nothing more is to be read.
@@ -88,6 +114,103 @@ public final class TCPTestSocket: Sendable {
 
     deinit {
         close(descriptor)
+    }
+
+    private func blockingReadResponse(seconds: Int) throws -> RawHTTPResponse {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var headEnd: Int?
+        var expected: Int?
+        while true {
+            if let headEnd, let expected, received.count >= headEnd + expected { break }
+            if let headEnd, expected == nil, received.count >= headEnd,
+                let status = RawHTTPResponse.status(received), status == 101 || status == 304 || status == 204
+            {
+                break
+            }
+            let count = buffer.withUnsafeMutableBufferPointer { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { break }
+            if count < 0 {
+                if received.isEmpty {
+                    throw TCPTestSocketError(what: "no answer within \(seconds) s: recv", code: errno)
+                }
+                break
+            }
+            received += buffer[0..<count]
+            if headEnd == nil, let end = RawHTTPResponse.headEnd(received) {
+                headEnd = end
+                let head = String(decoding: received[0..<end], as: UTF8.self)
+                expected =
+                    head.split(separator: "\r\n").lazy.compactMap { line -> Int? in
+                        let parts = line.split(separator: ":", maxSplits: 1)
+                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                    }.first
+            }
+        }
+        return try RawHTTPResponse(received)
+    }
+}
+
+/// Sends `request` as it is (`\r\n` line ends included) to
+/// 127.0.0.1:`port` on a new ``TCPTestSocket`` and reads the answer (see
+/// ``TCPTestSocket/readResponse(seconds:)``).
+///
+/// ```swift
+/// let answer = try await rawHTTPExchange(port: port, "GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+/// #expect(answer.status == 403)
+/// ```
+public func rawHTTPExchange(port: Int, _ request: String, seconds: Int = 20) async throws -> RawHTTPResponse {
+    let socket = try TCPTestSocket(port: port)
+    try socket.send(request)
+    return try await socket.readResponse(seconds: seconds)
+}
+
+/// An HTTP answer read off a socket as bytes.
+public struct RawHTTPResponse: Sendable {
+    /// The status code of the status line.
+    public let status: Int
+    /// The header fields, names in lower case, in order.
+    public let headers: [(name: String, value: String)]
+    /// The body read: all of it with `Content-Length`, else what came before
+    /// the connection closed or the read timed out.
+    public let body: String
+
+    /// The first value of the field `name` (any case).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name.lowercased() }?.value
+    }
+
+    /// The answer in `bytes`, which hold at least its head.
+    init(_ bytes: [UInt8]) throws {
+        guard let headEnd = Self.headEnd(bytes), let status = Self.status(bytes) else {
+            throw TCPTestSocketError(
+                what: "not an HTTP answer: \(String(decoding: bytes.prefix(200), as: UTF8.self))", code: 0)
+        }
+        self.status = status
+        let headLines = String(decoding: bytes[0..<headEnd], as: UTF8.self).split(separator: "\r\n").dropFirst()
+        headers = headLines.compactMap { line -> (name: String, value: String)? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            return (parts[0].lowercased(), parts[1].trimmingCharacters(in: .whitespaces))
+        }
+        body = String(decoding: bytes[headEnd...], as: UTF8.self)
+    }
+
+    /// The index just past the blank line that ends the head, if it came.
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
+        let marker: [UInt8] = [13, 10, 13, 10]
+        guard bytes.count >= 4 else { return nil }
+        return (0...(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual(marker) }.map { $0 + 4 }
+    }
+
+    /// The status code of the status line, if it came.
+    static func status(_ bytes: [UInt8]) -> Int? {
+        let parts = String(decoding: bytes.prefix(64), as: UTF8.self).split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/") else { return nil }
+        return Int(parts[1])
     }
 }
 

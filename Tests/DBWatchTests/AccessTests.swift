@@ -97,7 +97,7 @@ struct AccessTests {
         try await withTemporaryDirectory { directory in
             let database = try kind.open(in: directory)
             let started = Gate()
-            let stoppedAt = Locked<ContinuousClock.Instant?>(nil)
+            let stoppedAt = Protected<ContinuousClock.Instant?>(nil)
             let task = Task {
                 try await database.read { db in
                     started.open()

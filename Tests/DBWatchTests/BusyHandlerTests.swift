@@ -134,7 +134,7 @@ private final class SlowWork: Sendable {
     let duration: Duration
     let started = Gate()
     let proceed = Gate()
-    private let end = Locked<ContinuousClock.Instant?>(nil)
+    private let end = Protected<ContinuousClock.Instant?>(nil)
 
     init(duration: Duration) {
         self.duration = duration

@@ -20,7 +20,7 @@ extension CallerThreadWriteTests {
                 configuration.closeGracePeriod = .seconds(60)
                 let database = try await makeDatabase(kind, in: directory, configuration: configuration)
                 let jobs = writerJobs(of: database)
-                let onCallersThread = Locked(false)
+                let onCallersThread = Protected(false)
                 let claimed = Gate()
                 let release = Gate()
                 let write = Task(executorPreference: DedicatedThreadExecutor()) {
@@ -93,7 +93,7 @@ extension CallerThreadWriteTests {
             let reader = try Database(path: auxPath, configuration: Configuration())
             try reader.execute(sql: "BEGIN")
             _ = try reader.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
-            let bodyThread = Locked<pthread_t?>(nil)
+            let bodyThread = Protected<pthread_t?>(nil)
             // On the test's own thread, since it may block it.
             let write = Task(executorPreference: DedicatedThreadExecutor()) {
                 try await database.write { db in
@@ -153,7 +153,7 @@ extension CallerThreadWriteTests {
     func claimedQueuedAndHostedWritesAllLandAndTheObservationSeesTheLast(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let claims = Locked(0)
+            let claims = Protected(0)
             let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
             try await recorder.wait { $0.last?.value == 0 }
             try await withTimeout {
@@ -209,7 +209,7 @@ extension CallerThreadWriteTests {
             let (recorder, observing) = record(database.observe(IntRequest("SELECT count(*) FROM t")))
             try await recorder.wait { $0.last?.value == 0 }
             try await waitUntilIdle(database)
-            let claimed = Locked(false)
+            let claimed = Protected(false)
             // COMMIT itself fails: the deferred foreign key has no parent.
             await #expect(throws: SQLiteError.self) {
                 try await database.write { db in

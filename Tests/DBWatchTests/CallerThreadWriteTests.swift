@@ -137,7 +137,7 @@ struct CallerThreadWriteTests {
             var configuration = Configuration()
             configuration.busyTimeout = .seconds(45)
             let lockWait = Gate()
-            let lockWaitThread = Locked<pthread_t?>(nil)
+            let lockWaitThread = Protected<pthread_t?>(nil)
             configuration.lockWaitWillStart = {
                 lockWaitThread.withLock { $0 = $0 ?? pthread_self() }
                 lockWait.open()
@@ -173,7 +173,7 @@ struct CallerThreadWriteTests {
     func cancellingTheTaskInterruptsAClaimedWrite(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let claimed = Locked(false)
+            let claimed = Protected(false)
             let started = Gate()
             // The claimed write runs on the calling thread, busy until
             // cancelled: a thread of its own, so that the cases running in
@@ -284,7 +284,7 @@ struct CallerThreadWriteTests {
             let jobs = pool.writerJobs
             let blocking = Gate()
             let release = Gate()
-            let blocker = Locked<Task<Void, any Error>?>(nil)
+            let blocker = Protected<Task<Void, any Error>?>(nil)
             let claimedCommit = try await withTimeout {
                 try await Task(executorPreference: DedicatedThreadExecutor()) {
                     try await pool.write { db in

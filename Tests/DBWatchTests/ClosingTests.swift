@@ -187,7 +187,7 @@ struct ClosingTests {
                 }
             }
             try await withTimeout { await writing.wait() }
-            let closed = Locked(0)
+            let closed = Protected(0)
             let closers = (0..<16).map { _ in
                 Task {
                     await database.close()
@@ -262,7 +262,7 @@ struct ClosingTests {
                 }
             }
             try await withTimeout { await started.wait() }
-            let queuedRan = Locked(false)
+            let queuedRan = Protected(false)
             let queued = Task {
                 try await database.read { db in
                     queuedRan.withLock { $0 = true }

@@ -14,7 +14,7 @@ import Testing
 struct FetchBatchTests {
     /// Where each fetch ran, and what it read.
     final class FetchLog: Sendable {
-        let entries = Locked<[(salt: Int, connection: ObjectIdentifier, count: Int)]>([])
+        let entries = Protected<[(salt: Int, connection: ObjectIdentifier, count: Int)]>([])
     }
 
     /// `count(*)` of `t`, plus `salt` (so that requests differ); `hook`
@@ -44,7 +44,7 @@ struct FetchBatchTests {
     static let schemaOfTableT = "CREATE TABLE t (id INTEGER PRIMARY KEY)"
 
     final class FetchCounter: Sendable {
-        private let value = Locked(0)
+        private let value = Protected(0)
         func increment() { value.withLock { $0 += 1 } }
         var current: Int { value.withLock { $0 } }
     }
@@ -201,7 +201,7 @@ extension FetchBatchTests {
     /// Gives each fetch of an armed refetch batch its role by arrival order
     /// (both run on one reader, one after the other).
     final class Roles: Sendable {
-        private let state = Locked<(armed: Bool, arrivals: Int)>((false, 0))
+        private let state = Protected<(armed: Bool, arrivals: Int)>((false, 0))
         let firstStatementRead = Gate()
         let committed = Gate()
         let disk: DiskFaultTests.FaultyDisk

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchTestSupport
 import Foundation
 import Testing
 
@@ -38,7 +39,7 @@ struct FoundationValueTests {
     @Test func storedTextMatchesSQLiteFormatting() async throws {
         let queue = try DatabaseQueue()
         try await queue.read { db in
-            var generator = SeededGenerator(state: 42)
+            var generator = SeededGenerator(seed: 42)
             for _ in 0..<2000 {
                 let seconds = Int64.random(in: -62_167_219_200...253_402_300_799, using: &generator)
                 let milliseconds = Int64.random(in: 0...999, using: &generator)
@@ -59,7 +60,7 @@ struct FoundationValueTests {
     @Test func readsTheTextSQLiteReads() async throws {
         let queue = try DatabaseQueue()
         try await queue.read { db in
-            var generator = SeededGenerator(state: 7)
+            var generator = SeededGenerator(seed: 7)
             for index in 0..<1000 {
                 let seconds = Int64.random(in: -62_167_219_200...253_402_300_799, using: &generator)
                 let format = [
@@ -84,7 +85,7 @@ struct FoundationValueTests {
     @Test func neverReadsTextSQLiteWouldNot() async throws {
         let queue = try DatabaseQueue()
         try await queue.read { db in
-            var generator = SeededGenerator(state: 99)
+            var generator = SeededGenerator(seed: 99)
             let alphabet = Array("0123456789-: T.Z+z")
             let templates = ["2024-02-29 12:34:56.789+01:30", "1999-12-31T23:59Z", "0000-01-01", "2023-06-15 08:00:00"]
             var accepted = 0

@@ -70,7 +70,7 @@ struct LockWaitTests {
     @Test func aStatementThatFailsToPrepareWaitsOnceAndThrowsItsOwnError() async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let path = directory.file("db.sqlite")
-            let waits = Locked(0)
+            let waits = Protected(0)
             var configuration = Configuration()
             configuration.busyTimeout = .milliseconds(50)
             configuration.lockWaitWillStart = { waits.withLock { $0 += 1 } }

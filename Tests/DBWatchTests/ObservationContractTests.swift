@@ -265,8 +265,8 @@ struct ObservationContractTests {
 
     /// Whether ``ValidatedNames`` accepts its input; shared by reference.
     final class Validity: Sendable {
-        let isValid: Locked<Bool>
-        init(_ isValid: Bool) { self.isValid = Locked(isValid) }
+        let isValid: Protected<Bool>
+        init(_ isValid: Bool) { self.isValid = Protected(isValid) }
         func set(_ value: Bool) { isValid.withLock { $0 = value } }
     }
 

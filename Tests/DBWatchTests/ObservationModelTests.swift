@@ -77,7 +77,7 @@ struct ObservationModelTests {
 
     func run(on database: any DatabaseWriter, seed: UInt64, steps: Int) async throws {
         try await database.write { db in try db.execute(sql: Self.schema) }
-        var rng = SeededGenerator(state: seed)
+        var rng = SeededGenerator(seed: seed)
         var recorders: [ValueRecorder<Result<[Row], any Error>>] = []
         var tasks: [Task<Void, Never>] = []
         for observed in Self.observed {

@@ -98,7 +98,7 @@ struct WriterExecutorTests {
     func cancellingTheTaskInterruptsItsInlineStatement(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { (directory: TemporaryDirectory) async throws in
             let database = try await makeDatabase(kind, in: directory)
-            let inline = Locked(false)
+            let inline = Protected(false)
             let started = Gate()
             let task = Task(executorPreference: database.writerExecutor) {
                 try await database.writeWithoutTransaction { db in

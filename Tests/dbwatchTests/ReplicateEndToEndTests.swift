@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// `dbwatch replicate` against a real PostgreSQL: the built binary.
-@Suite("dbwatch replicate: end to end")
+@Suite("dbwatch replicate: end to end", RequiredProgram.postgresql.trait)
 struct ReplicateEndToEndTests {
     @Test func aRowInsertedInPostgresAppearsInTheFileAndSIGTERMExits0() async throws {
         try await withTimeout {

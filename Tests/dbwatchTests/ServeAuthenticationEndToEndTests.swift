@@ -14,7 +14,7 @@ import Testing
 /// run as a separate process and read over real sockets: every route needs
 /// a token, the page's cookie opens the page and its streams, SIGHUP
 /// re-reads the tokens, and a JWT's claims bind `:auth_CLAIM` parameters.
-@Suite("dbwatch serve: authentication", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch serve: authentication", RequiredProgram.sqlite3.trait)
 struct ServeAuthenticationEndToEndTests {
     let serving = ServeEndToEndTests()
     static let top = ServeEndToEndTests.top
@@ -256,17 +256,18 @@ struct ServeAuthenticationEndToEndTests {
 
     @Test(
         .timeLimit(.minutes(1)),
-        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs /usr/bin/openssl"))
+        RequiredProgram.openssl.trait)
     func anRS256JWTVerifiesWithThePublicKeyAndAnHS256OneKeyedWithThatKeyDoesNot() async throws {
         try await withTemporaryDirectory { scratch in
             let path = try serving.makePlayers(in: scratch)
             let privateKey = scratch.file("private.pem")
             let publicKey = scratch.file("public.pem")
+            let openssl = try #require(RequiredProgram.openssl.path)
             _ = try await Shell.runOnOwnThread(
-                "/usr/bin/openssl",
+                openssl,
                 ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", privateKey])
             _ = try await Shell.runOnOwnThread(
-                "/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-out", publicKey])
+                openssl, ["pkey", "-in", privateKey, "-pubout", "-out", publicKey])
             let served = try await serving.serve(path, ["--query", Self.mine, "--auth-jwt-secret-file", publicKey])
             defer { served.run.kill() }
             let keys = JWTKeyCollection()

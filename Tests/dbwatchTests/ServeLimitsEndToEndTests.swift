@@ -6,7 +6,7 @@ import Testing
 /// separate process and reached over real sockets: parameters' types and
 /// ranges, distinct observations, request heads, connections, and clients
 /// that read nothing.
-@Suite("dbwatch serve: limits, end to end", .enabled(if: Shell.hasSQLite3, "needs /usr/bin/sqlite3"))
+@Suite("dbwatch serve: limits, end to end", RequiredProgram.sqlite3.trait)
 struct ServeLimitsEndToEndTests {
     static let top = "top=SELECT name, score FROM player ORDER BY score DESC, name LIMIT :n"
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DBWatch
 import DBWatchHummingbird
-import Synchronization
+import DBWatchTestSupport
 import Testing
 
 @testable import dbwatch
@@ -104,7 +104,7 @@ struct ServeParsingTests {
     }
 
     @Test func aStreamSlotIsGivenBackOnceAlsoWhenDropped() {
-        let taken = Mutex(2)
+        let taken = Protected(2)
         let giveBack: @Sendable () -> Int = {
             taken.withLock {
                 $0 -= 1; return $0

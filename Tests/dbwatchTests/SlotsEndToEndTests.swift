@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `dbwatch slots` against a real PostgreSQL.
-@Suite("dbwatch slots: end to end")
+@Suite("dbwatch slots: end to end", RequiredProgram.postgresql.trait)
 struct SlotsEndToEndTests {
     @Test func listShowsReplicaSlotsAndDropRemovesOne() async throws {
         try await withTimeout {

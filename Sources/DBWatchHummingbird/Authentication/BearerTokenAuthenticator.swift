@@ -9,7 +9,7 @@ import HummingbirdAuth
 /// A request without a known token goes on without an identity; put
 /// ``LiveQueriesAuthenticationMiddleware`` (or HummingbirdAuth's
 /// `IsAuthenticatedMiddleware`) after it to refuse such requests, or use
-/// ``LiveQueries/authenticatedEvents(for:context:_:)`` in the route.
+/// `LiveQueries.authenticatedEvents(for:context:_:)` in the route.
 ///
 /// ```swift
 /// let router = Router(context: BasicAuthRequestContext<User>.self)

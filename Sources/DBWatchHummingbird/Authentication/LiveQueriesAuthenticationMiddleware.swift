@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdAuth
 
 /// Refuses a request that no authenticator gave an identity: a 401 with
-/// `WWW-Authenticate: Bearer` and the JSON body of ``LiveQueries``' other
+/// `WWW-Authenticate: Bearer` and the JSON body of `LiveQueries`' other
 /// errors, `{"message"}`, before any query runs.
 ///
 /// ```swift

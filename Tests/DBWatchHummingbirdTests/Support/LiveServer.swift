@@ -151,6 +151,14 @@ final class LiveServer: Sendable {
                 return live.errorResponse(error, logger: context.logger)
             }
         }
+        // A LiveQueryError thrown from a route, without and with the middleware.
+        router.get("refused") { _, _ -> Response in throw LiveQueryError.forbidden("these are not your todos") }
+        let errors = router.group("errors").add(middleware: LiveQueriesErrorMiddleware(live))
+        errors.get("missing") { _, _ -> Response in
+            throw HTTPError(.notFound, headers: [.allow: "GET"], message: "no such player")
+        }
+        errors.get("locked") { _, _ -> Response in throw SQLiteError(code: .busy, message: "database is locked") }
+        errors.get("internal") { _, _ -> Response in throw ServerSecret(path: "/srv/app.sqlite") }
         router.ws("top/socket") { inbound, outbound, context in
             try await live.webSocket(TopPlayers.self, inbound: inbound, outbound: outbound, context: context)
         }
@@ -174,4 +182,9 @@ final class LiveServer: Sendable {
             }
         }
     }
+}
+
+/// An error whose text the server must not send (it names a path).
+struct ServerSecret: Error {
+    let path: String
 }

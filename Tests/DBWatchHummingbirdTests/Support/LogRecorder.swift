@@ -1,5 +1,6 @@
-import Logging
 import DBWatch
+import DBWatchTestSupport
+import Logging
 
 /// One recorded log message, with the logger's metadata merged in.
 struct LogEntry: Sendable {
@@ -11,7 +12,7 @@ struct LogEntry: Sendable {
 
 /// Keeps every message of the loggers it makes.
 final class LogRecorder: Sendable {
-    private let entries = Locked<[LogEntry]>([])
+    private let entries = Protected<[LogEntry]>([])
 
     var all: [LogEntry] { entries.withLock { $0 } }
 

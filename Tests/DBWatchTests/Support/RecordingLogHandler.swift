@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Logging
 
 @testable import DBWatch
@@ -10,7 +11,7 @@ final class LogRecorder: Sendable {
         let message: String
     }
 
-    private let state = Locked<[Entry]>([])
+    private let state = Protected<[Entry]>([])
 
     var entries: [Entry] { state.withLock { $0 } }
 

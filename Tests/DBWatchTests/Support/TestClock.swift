@@ -1,3 +1,5 @@
+import DBWatchTestSupport
+
 @testable import DBWatch
 
 /// A clock that moves only when a test calls `advance(by:)`.
@@ -14,7 +16,8 @@ final class TestClock: Clock, Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Locked<(now: Instant, sleepers: [Int: Sleeper], nextID: Int)>((Instant(offset: .zero), [:], 0))
+    private let state = Protected<(now: Instant, sleepers: [Int: Sleeper], nextID: Int)>(
+        (Instant(offset: .zero), [:], 0))
 
     var now: Instant { state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }

@@ -9,7 +9,7 @@ final class ValueRecorder<Value: Sendable>: Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private let state = Locked<(values: [Value], waiters: [Waiter])>(([], []))
+    private let state = Protected<(values: [Value], waiters: [Waiter])>(([], []))
 
     var values: [Value] { state.withLock { $0.values } }
 

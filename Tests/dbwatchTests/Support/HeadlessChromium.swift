@@ -1,9 +1,6 @@
 import AsyncHTTPClient
 import DBWatchTestSupport
 import Foundation
-import HummingbirdWSClient
-import Logging
-import Synchronization
 
 /// Debian's `chromium`, headless, driven through the DevTools protocol: a
 /// test opens a page and polls what its DOM shows. (The same driver as the
@@ -63,14 +60,9 @@ enum HeadlessChromium {
         let port = try await debuggingPort(profile: profile, process: process, logTail: logTail)
         let socketURL = try await pageSocketURL(port: port)
 
-        let outcome = Mutex<Result<T, any Error>?>(nil)
-        var configuration = WebSocketClientConfiguration()
-        configuration.maxFrameSize = 1 << 24
-        var logger = Logger(label: "HeadlessChromium")
-        logger.logLevel = .error
-        try await WebSocketClient.connect(url: socketURL, configuration: configuration, logger: logger) {
-            inbound, outbound, _ in
-            let page = ChromiumPage(inbound: inbound, outbound: outbound)
+        let outcome = Protected<Result<T, any Error>?>(nil)
+        try await TestWebSocket.connect(socketURL, maxMessageSize: 1 << 24) { socket in
+            let page = ChromiumPage(socket: socket)
             let result: Result<T, any Error>
             do {
                 result = .success(try await body(page))
@@ -171,13 +163,11 @@ final class ChromiumPage {
         var description: String
     }
 
-    private var messages: WebSocketInboundMessageStream.AsyncIterator
-    private let outbound: WebSocketOutboundWriter
+    private let socket: TestWebSocket
     private var nextID = 1
 
-    init(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) {
-        self.messages = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
-        self.outbound = outbound
+    init(socket: TestWebSocket) {
+        self.socket = socket
     }
 
     /// Opens `url` (returns once the navigation is committed, before the
@@ -228,10 +218,9 @@ final class ChromiumPage {
         let id = nextID
         nextID += 1
         let command = try JSONSerialization.data(withJSONObject: ["id": id, "method": method, "params": parameters])
-        try await outbound.write(.text(String(decoding: command, as: UTF8.self)))
-        while let message = try await messages.next() {
-            guard case .text(let text) = message,
-                let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+        try await socket.send(String(decoding: command, as: UTF8.self))
+        while let text = try await socket.nextText() {
+            guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                 object["id"] as? Int == id
             else { continue }
             if let error = object["error"] as? [String: Any] {

@@ -7,9 +7,6 @@ enum Shell {
     /// `/usr/bin/sqlite3`.
     static let sqlite3 = "/usr/bin/sqlite3"
 
-    /// Whether `sqlite3` is installed.
-    static var hasSQLite3: Bool { FileManager.default.isExecutableFile(atPath: sqlite3) }
-
     /// The path of `tmux`, if installed.
     static let tmux: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux"].first {
         FileManager.default.isExecutableFile(atPath: $0)

@@ -9,18 +9,18 @@ import Logging
 /// switch live.eventStream(request, scope: nil, lastEventID: lastEventID, logger: logger, encode: LiveQueries.encodeJSON) {
 /// case .refused(let answer): return response(answer)
 /// case .accepted(let stream):
-///     return streamingResponse(headers: EventStream.headers) { writer in
+///     return streamingResponse(headers: EventStreamSession.headers) { writer in
 ///         // the framework calls stream.clientLeft() when the client goes away,
 ///         // stream.shutDown() on graceful shutdown
 ///         try await stream.run { frame in try await writer.write(frame.wire(.serverSentEvents, makeBuffer)) }
 ///     }
 /// }
 /// ```
-package struct EventStream<Request: Queryable>: Sendable {
+package struct EventStreamSession<Request: Queryable>: Sendable {
     /// The decision before the answer's head.
     package enum Admission: Sendable {
-        /// A 200 with ``EventStream/headers``, whose body runs the stream.
-        case accepted(EventStream)
+        /// A 200 with ``EventStreamSession/headers``, whose body runs the stream.
+        case accepted(EventStreamSession)
         /// An error answer instead.
         case refused(HTTPAnswer)
     }
@@ -88,13 +88,14 @@ extension LiveQueries {
     package func eventStream<R: Queryable>(
         _ request: R, scope: (any Hashable & Sendable)?, lastEventID: String?, logger: Logger,
         encode: @escaping @Sendable (R.Value) throws -> [UInt8]
-    ) -> EventStream<R>.Admission {
+    ) -> EventStreamSession<R>.Admission {
         if let refusal = admission(of: request, scope: scope) {
             return .refused(errorAnswer(refusal, request: request, logger: logger))
         }
         let client = ClientMailbox(
             heldDigest: lastEventID.flatMap(Frame.digest(ofEventID:)), transport: .serverSentEvents)
         return .accepted(
-            EventStream(live: self, request: request, scope: scope, logger: logger, encode: encode, client: client))
+            EventStreamSession(
+                live: self, request: request, scope: scope, logger: logger, encode: encode, client: client))
     }
 }
