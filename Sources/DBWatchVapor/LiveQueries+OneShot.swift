@@ -71,7 +71,7 @@
     /// `{"error": true, "reason": …}`.
     ///
     /// ```swift
-    /// app.middleware.use(LiveQueryErrorMiddleware(live))
+    /// app.middleware.use(LiveQueriesErrorMiddleware(live))
     /// app.get("player", ":id") { request async throws -> Player in
     ///     guard let id = request.parameters.get("id", as: Int.self) else {
     ///         throw LiveQueryError.badRequest("id must be a number")   // 400 {"message":"id must be a number"}
@@ -79,7 +79,7 @@
     ///     …
     /// }
     /// ```
-    public struct LiveQueryErrorMiddleware: AsyncMiddleware {
+    public struct LiveQueriesErrorMiddleware: AsyncMiddleware {
         /// The live queries whose configuration (`Retry-After`) the answers use.
         ///
         /// ```swift
@@ -90,7 +90,7 @@
         /// A middleware answering errors as `live` does.
         ///
         /// ```swift
-        /// app.middleware.use(LiveQueryErrorMiddleware(live))
+        /// app.middleware.use(LiveQueriesErrorMiddleware(live))
         /// ```
         ///
         /// - Parameter live: the live queries whose configuration the answers use.

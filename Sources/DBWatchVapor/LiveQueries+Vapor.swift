@@ -11,7 +11,7 @@
     /// ```swift
     /// let live = LiveQueries(try DatabasePool(path: "app.sqlite"))
     /// app.lifecycle.use(live)                              // keep-alives, stalls, graceful shutdown
-    /// app.middleware.use(LiveQueryErrorMiddleware(live))   // one JSON error shape
+    /// app.middleware.use(LiveQueriesErrorMiddleware(live))   // one JSON error shape
     /// app.get("leaderboard", "events") { request in live.events(TopPlayers(), for: request) }
     /// ```
     ///

@@ -34,7 +34,7 @@
     ///   `TodoFilter`), `/todos/checked/socket`: the client sends `Todos`
     ///   whole, refused unless its owner is the `X-User`
     ///
-    /// Errors thrown by routes are answered by ``LiveQueryErrorMiddleware``.
+    /// Errors thrown by routes are answered by ``LiveQueriesErrorMiddleware``.
     final class LiveServer: Sendable {
         let port: Int
         let live: LiveQueries
@@ -88,7 +88,7 @@
             // Vapor shuts handlers down in reverse order: this one after the live queries.
             if let shutdownAfterLiveQueries { app.lifecycle.use(shutdownAfterLiveQueries) }
             app.lifecycle.use(live)
-            app.middleware.use(LiveQueryErrorMiddleware(live))
+            app.middleware.use(LiveQueriesErrorMiddleware(live))
             addRoutes(to: app, live: live)
             do {
                 try await app.startup()
