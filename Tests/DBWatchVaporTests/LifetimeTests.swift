@@ -16,7 +16,7 @@
                     let url = "\(server.baseURL)/top/events"
                     let (received, receivedContinuation) = AsyncStream.makeStream(of: Void.self)
                     let reader = Task {
-                        let stream = try await EventStreamClient.open(url)
+                        let stream = try await EventStream.open(url)
                         _ = try await stream.nextEvent()
                         receivedContinuation.yield()
                         while try await stream.next() != nil {}
@@ -45,15 +45,15 @@
         func gracefulShutdownEndsStreamsWithAFinalEventAndReturnsPromptly(kind: DatabaseKind) async throws {
             try await withTimeout {
                 try await LiveServer.with(kind: kind) { server in
-                    var streams: [EventStreamClient] = []
+                    var streams: [EventStream] = []
                     for path in ["/top/events", "/top/events", "/checked/events"] {
-                        let stream = try await EventStreamClient.open(server.baseURL + path)
+                        let stream = try await EventStream.open(server.baseURL + path)
                         _ = try await stream.nextEvent()
                         streams.append(stream)
                     }
                     // And a client that reads nothing.
-                    let stuck = try RawClient(port: server.port)
-                    try stuck.get("/top/events")
+                    let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                    try stuck.sendGET("/top/events")
                     try await waitUntil { server.live.statistics.clientsConnected == 4 }
 
                     let start = ContinuousClock.now
@@ -84,7 +84,7 @@
             let held = HeldShutdown()
             try await withTimeout {
                 try await LiveServer.with(shutdownAfterLiveQueries: held) { server in
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/top/events")
                     _ = try await stream.nextEvent()
                     async let shutdown: Void = server.shutDown()
                     // Vapor shuts its lifecycle handlers down before its HTTP
@@ -92,7 +92,7 @@
                     // closed while the server still answers.
                     #expect(try await stream.nextEvent().event == "end")
                     await held.reached.wait()
-                    let refused = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let refused = try await EventStream.open("\(server.baseURL)/top/events")
                     #expect(refused.status == 503)
                     #expect(try await refused.remainingBody() == #"{"message":"the server is shutting down"}"#)
                     let current = try await fetch("\(server.baseURL)/top")
@@ -109,8 +109,8 @@
         @Test func shutdownDisconnectsAClientBlockedInAWriteAfterTheGrace() async throws {
             try await withTimeout {
                 try await LiveServer.with { server in
-                    let stuck = try RawClient(port: server.port)
-                    try stuck.get("/big/events")
+                    let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                    try stuck.sendGET("/big/events")
                     try await waitUntil { server.live.statistics.clientsConnected == 1 }
                     // Until a value waits behind a write that does not progress.
                     try await fillUntilBlocked(server)
@@ -131,7 +131,7 @@
         @Test func closedDatabaseEndsStreamsAndRefusesNewClients() async throws {
             try await withTimeout {
                 try await LiveServer.with { server in
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/top/events")
                     _ = try await stream.nextEvent()
                     await server.database.close()
                     let error = try await stream.nextEvent()
@@ -140,7 +140,7 @@
                     #expect(try await stream.nextEvent().event == "end")
                     #expect(try await stream.next() == nil)
 
-                    let refused = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let refused = try await EventStream.open("\(server.baseURL)/top/events")
                     #expect(refused.status == 503)
                     let current = try await fetch("\(server.baseURL)/top")
                     #expect(current.status == 503)
@@ -158,8 +158,8 @@
             }()
             try await withTimeout {
                 try await LiveServer.with(configuration: configuration) { server in
-                    let stuck = try RawClient(port: server.port)
-                    try stuck.get("/big/events")
+                    let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
+                    try stuck.sendGET("/big/events")
                     try await waitUntil { server.live.statistics.clientsConnected == 1 }
                     // Large values until the socket is full, a write waits, and
                     // the client is disconnected for making no progress.
@@ -189,7 +189,7 @@
             }()
             try await withTimeout {
                 try await LiveServer.with(configuration: configuration) { server in
-                    let stuck = try RawClient(port: server.port)
+                    let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
                     try stuck.openWebSocket("/big/socket", sending: #"{"limit":1}"#)
                     try await waitUntil { server.live.statistics.observations == 1 }
                     // Large values until a write waits on the full socket and

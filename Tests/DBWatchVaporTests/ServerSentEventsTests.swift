@@ -12,7 +12,7 @@
         func firstValueAtOnceThenUpdateAfterAWrite(kind: DatabaseKind) async throws {
             try await withTimeout {
                 try await LiveServer.with(kind: kind) { server in
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/top/events")
                     #expect(stream.status == 200)
                     #expect(stream.headers["content-type"] == "text/event-stream")
                     #expect(stream.headers["cache-control"] == "no-cache")
@@ -43,7 +43,7 @@
                     let current = try await fetch("\(server.baseURL)/hand")
                     #expect(current.status == 200)
                     #expect(current.body == #"[["arthur",100],["barbara",80]]"#)
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/hand/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/hand/events")
                     #expect(try await stream.nextEvent().data == #"[["arthur",100],["barbara",80]]"#)
                     _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
                     #expect(
@@ -55,7 +55,7 @@
         @Test func failingFetchIsAnErrorEventAndTheStreamRecovers() async throws {
             try await withTimeout {
                 try await LiveServer.with { server in
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/checked/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/checked/events")
                     #expect(try await stream.nextEvent().decode([Player].self).count == 2)
 
                     try await server.database.write { db in try db.execute(sql: "UPDATE control SET fail = 1") }
@@ -80,11 +80,11 @@
             try await withTimeout {
                 try await LiveServer.with { server in
                     let url = "\(server.baseURL)/top/events"
-                    let holder = try await EventStreamClient.open(url)
+                    let holder = try await EventStream.open(url)
                     let heldID = try #require(try await holder.nextEvent().id)
 
                     // The resumed client gets nothing until the value changes, then the new value.
-                    let resumed = try await EventStreamClient.open(url, lastEventID: heldID)
+                    let resumed = try await EventStream.open(url, lastEventID: heldID)
                     try await waitUntil { server.live.statistics.clientsConnected == 2 }
                     _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
                     let changed = try await resumed.nextEvent()
@@ -92,7 +92,7 @@
                     #expect(try await holder.nextEvent().id == changed.id)
 
                     // One that missed a value gets the current one at once.
-                    let missed = try await EventStreamClient.open(url, lastEventID: heldID)
+                    let missed = try await EventStream.open(url, lastEventID: heldID)
                     #expect(try await missed.nextEvent().id == changed.id)
                 }
             }
@@ -106,7 +106,7 @@
             }()
             try await withTimeout {
                 try await LiveServer.with(configuration: configuration) { server in
-                    let stream = try await EventStreamClient.open("\(server.baseURL)/top/events")
+                    let stream = try await EventStream.open("\(server.baseURL)/top/events")
                     // A keep-alive may come before the first value on a busy machine.
                     var event = try #require(try await stream.next(includingComments: true))
                     while event.isComment { event = try #require(try await stream.next(includingComments: true)) }
@@ -122,9 +122,9 @@
             try await withTimeout {
                 try await LiveServer.with { server in
                     let url = "\(server.baseURL)/top/events"
-                    var streams: [EventStreamClient] = []
+                    var streams: [EventStream] = []
                     for _ in 0..<4 {
-                        let stream = try await EventStreamClient.open(url)
+                        let stream = try await EventStream.open(url)
                         _ = try await stream.nextEvent()
                         streams.append(stream)
                     }
@@ -143,9 +143,9 @@
         @Test func differentScopesNeverShare() async throws {
             try await withTimeout {
                 try await LiveServer.with { server in
-                    let alice = try await EventStreamClient.open("\(server.baseURL)/top/events?scope=alice")
-                    let bob = try await EventStreamClient.open("\(server.baseURL)/top/events?scope=bob")
-                    let alice2 = try await EventStreamClient.open("\(server.baseURL)/top/events?scope=alice")
+                    let alice = try await EventStream.open("\(server.baseURL)/top/events?scope=alice")
+                    let bob = try await EventStream.open("\(server.baseURL)/top/events?scope=bob")
+                    let alice2 = try await EventStream.open("\(server.baseURL)/top/events?scope=alice")
                     for stream in [alice, bob, alice2] { _ = try await stream.nextEvent() }
                     #expect(server.live.statistics.observations == 2)
                     #expect(server.live.statistics.clientsConnected == 3)

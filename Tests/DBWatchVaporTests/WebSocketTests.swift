@@ -46,7 +46,7 @@
                 var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                 func next() async throws -> Message {
                     guard case .text(let text) = try await messages.next() else {
-                        throw EventStreamClient.EndOfStream()
+                        throw EventStream.EndOfStream()
                     }
                     return try JSONDecoder().decode(Message.self, from: Data(text.utf8))
                 }

@@ -1,10 +1,10 @@
 #if Vapor
-    import DBWatchServerTestSupport
+    import DBWatchTestSupport
     #if canImport(Glibc)
         import Glibc
     #endif
 
-    extension RawClient {
+    extension TCPTestSocket {
         /// Opens a WebSocket on `path` (reads the server's `101` head, as a
         /// client must before it sends a frame) and sends `message` as one
         /// masked text frame, then reads nothing: a stuck client.
@@ -27,17 +27,20 @@
             var received: [UInt8] = []
             var byte: UInt8 = 0
             while !received.suffix(4).elementsEqual(Array("\r\n\r\n".utf8)) {
-                guard recv(descriptor, &byte, 1, 0) == 1 else { throw RawClientError() }
+                guard recv(descriptor, &byte, 1, 0) == 1 else { throw WebSocketOpeningError() }
                 received.append(byte)
             }
-            guard received.starts(with: Array("HTTP/1.1 101".utf8)) else { throw RawClientError() }
+            guard received.starts(with: Array("HTTP/1.1 101".utf8)) else { throw WebSocketOpeningError() }
         }
 
         private func send(_ bytes: [UInt8]) throws {
             let sent = bytes.withUnsafeBufferPointer { buffer in
                 Glibc.send(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
             }
-            guard sent == bytes.count else { throw RawClientError() }
+            guard sent == bytes.count else { throw WebSocketOpeningError() }
         }
     }
+
+    /// The raw WebSocket client's connection failed or was refused.
+    struct WebSocketOpeningError: Error {}
 #endif
