@@ -13,7 +13,7 @@ import Synchronization
 /// let live = LiveQueries(pool)
 /// // Hummingbird: router.get("leaderboard/events") { request, context in live.events(TopPlayers(), for: request, context: context) }
 /// //              Application(router: router, services: [live])
-/// // Vapor:       app.get("leaderboard", "events") { request in live.events(TopPlayers(), on: request) }
+/// // Vapor:       app.get("leaderboard", "events") { request in live.events(TopPlayers(), for: request) }
 /// //              app.lifecycle.use(live)
 /// ```
 ///
