@@ -77,14 +77,14 @@ struct ObservationLifecycleTests {
         try await waitUntil { live.value == ["ann"] }
 
         let second = Task { await live.run() }
-        try await waitUntil { live.runCount == 2 }
+        try await waitUntil { live.state.withLock { $0.waiters.count } == 2 }
         second.cancel()
         try await withTimeout { await second.value }
         try await Self.insert("bob", into: queue)
         try await waitUntil { live.value == ["ann", "bob"] }
 
         let third = Task { await live.run() }
-        try await waitUntil { live.runCount == 2 }
+        try await waitUntil { live.state.withLock { $0.waiters.count } == 2 }
         first.cancel()
         try await withTimeout { await first.value }
         try await withTimeout { await third.value }
