@@ -73,7 +73,7 @@ struct FetchBatchTests {
     /// A driver that only says whether it fetches alone.
     final class StubDriver: ObservationDriving {
         let fetchesAlone: Bool
-        let sharingKey: SharingKey? = nil
+        let sharingKey: DriverSharingKey? = nil
         var isStopped: Bool { false }
 
         init(alone: Bool) { fetchesAlone = alone }

@@ -21,7 +21,8 @@
 ///   "database is closed" (thrown, or a `.failure` in ``results``).
 ///
 /// Each iteration is one subscription; identical requests iterated at the
-/// same time share one fetch per change.
+/// same time with equal options (rate limit included) share one fetch per
+/// change.
 public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     /// The fetched value.
     ///
@@ -68,7 +69,7 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     func subscribe() -> Subscription {
-        let key = ObservationDriver.sharingKey(for: request, options: options)
+        let key = DriverSharingKey(request, options: options)
         while true {
             let (driver, isNew) = center.driver(sharedAs: key) {
                 ObservationDriver(request: request, options: options, center: center)
