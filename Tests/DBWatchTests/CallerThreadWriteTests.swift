@@ -225,7 +225,7 @@ struct CallerThreadWriteTests {
             let (value, claimed) = try await withTimeout {
                 try await Task(executorPreference: executor) {
                     try await database.write { db in
-                        database.close()
+                        database.syncClose()
                         try db.execute(sql: "INSERT INTO t VALUES ('last')")
                         return (42, runsInATask())
                     }

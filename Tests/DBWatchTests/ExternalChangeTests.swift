@@ -28,7 +28,7 @@ struct ExternalChangeTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try open(path)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.writeWithoutTransaction(schema)
             let (values, task) = record(database.observe(request))
             defer { task.cancel() }
@@ -338,7 +338,7 @@ struct ExternalChangeTests {
     @Test func detectionIsOffByDefault() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             #expect(pool.externalChangeMonitor == nil)
         }
     }

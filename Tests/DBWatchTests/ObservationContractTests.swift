@@ -146,7 +146,7 @@ struct ObservationContractTests {
     func orderUnderRacingFetches() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in try db.execute(sql: playerSchema) }
             let request = IntRequest("SELECT count(*) FROM player")
             var recorders: [ValueRecorder<Result<Int, any Error>>] = []
@@ -393,7 +393,7 @@ struct ObservationContractTests {
             var configuration = Configuration()
             configuration.maximumReaderCount = 1
             let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await body(pool)
         }
     }

@@ -383,7 +383,7 @@ struct ObservationLifecycleTests {
             let (recorder, task) = record(pool.observe(GatedSearch(prefix: "", started: started, release: release)))
             try await withTimeout { await started.wait() }
             // close() waits for the reader: on a thread of its own.
-            let closing = Task(executorPreference: DedicatedThreadExecutor()) { pool.close() }
+            let closing = Task(executorPreference: DedicatedThreadExecutor()) { pool.syncClose() }
             try await waitUntil { pool.readerJobs.closed }
             release.open()
             try await withTimeout { await closing.value }
