@@ -96,22 +96,25 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
 
     typealias Comparison = (Element, Element?) -> Bool
 
+    // Stored in this order, which packs them best: an idle observation
+    // keeps one of these, and must stay small.
+
     /// Usually one: an array costs less memory than a dictionary.
     private(set) var subscribers: [Subscriber] = []
-    /// The last result delivered to every subscriber, for deduplication and
-    /// late subscribers.
-    private(set) var lastResult: Element?
     /// What newcomers got while the rate limit held the others back; empty
     /// (no allocation) otherwise.
     private var primed: [ObjectIdentifier: Element] = [:]
+    /// Fetches, deliveries and notifications, counted as they happen.
+    private(set) var statistics = ObservationStatistics()
+    /// Rate limit: when the next fetch for everyone may start (zero: now).
+    private var nextFetchAllowedAt: Duration = .zero
     private(set) var phase: Phase = .idle
-    /// Rate limit: when the next fetch for everyone may start.
-    private var nextFetchAllowedAt: Duration?
     private var lastTimerToken: UInt32 = 0
     /// How many of the last fetches in a row were slow (at most 2).
     private var slowFetchStreak: UInt8 = 0
-    /// Fetches, deliveries and notifications, counted as they happen.
-    private(set) var statistics = ObservationStatistics()
+    /// The last result delivered to every subscriber, for deduplication and
+    /// late subscribers.
+    private(set) var lastResult: Element?
 
     var isStopped: Bool {
         if case .stopped = phase { true } else { false }
@@ -325,8 +328,8 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
     /// When the rate limit lets the next fetch for everyone start, if that
     /// is later than now.
     private func heldBackUntil(_ rateLimit: RateLimitReading?) -> Duration? {
-        guard let rateLimit, let allowed = nextFetchAllowedAt, rateLimit.now < allowed else { return nil }
-        return allowed
+        guard let rateLimit, rateLimit.now < nextFetchAllowedAt else { return nil }
+        return nextFetchAllowedAt
     }
 
     /// Enters the rate limit's wait; returns the timer to start.

@@ -37,7 +37,9 @@ public struct ObservationOptions: Sendable {
     }
 
     /// A minimum interval between values, measured on an injected clock.
-    struct RateLimit: Sendable {
+    /// A class: options are stored in every driver, and most have no rate
+    /// limit, whose optional reference costs 8 bytes instead of its fields.
+    final class RateLimit: Sendable {
         let interval: Duration
         /// Time elapsed on the clock since the limit was created.
         let elapsed: @Sendable () -> Duration
