@@ -12,7 +12,7 @@ import Synchronization
 /// timer, logs). The center and a ``FetchBatch`` call it through
 /// ``ObservationDriving``; it calls its subscribers' mailboxes, and reaches
 /// back up only through its ``ObservationCenter/Uplink``.
-final class ObservationDriver<Request: Queryable>: ObservationDriving {
+final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMailboxOwner {
     /// The timer of the rate limit is a task: stopping or closing cancels
     /// it, so that it does not keep the driver (and its last value) until
     /// the interval ends.
@@ -29,13 +29,16 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     private let options: ObservationOptions
     private let uplink: ObservationCenter.Uplink
     private let state = Locked(StateMachine())
-    private let deduplicate: @Sendable (Request.Value, Request.Value) -> Bool
+    /// Whether `Request.Value` is `Equatable` (known at run time): then a
+    /// refetch equal to the last value is not delivered again. A flag, not
+    /// a comparison closure, whose context every driver would allocate.
+    private let valuesAreEquatable: Bool
 
     init(request: Request, options: ObservationOptions, center: ObservationCenter) {
         self.request = request
         self.options = options
         self.uplink = center.uplink
-        self.deduplicate = valueComparison(for: Request.Value.self)
+        self.valuesAreEquatable = Request.Value.self is any Equatable.Type
     }
 
     /// The key equal requests with equal options share this driver under.
@@ -204,7 +207,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving {
     {
         switch (result, previous) {
         case (.success(let value), .success(let old)?):
-            return deduplicate(value, old)
+            return valuesAreEquatable && valuesAreEqual(value, old)
         case (.failure(let error), .failure(let old)?):
             return String(describing: error) == String(describing: old)
         default:

@@ -74,7 +74,7 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
             let (driver, isNew) = center.driver(sharedAs: key) {
                 ObservationDriver(request: request, options: options, center: center)
             }
-            let mailbox = ResultMailbox<Request.Value> { [driver] id in driver.remove(id) }
+            let mailbox = ResultMailbox<Request.Value>(owner: driver)
             // A driver stopping right now is skipped by the center next time.
             if driver.add(mailbox, startFetch: isNew) { return Subscription(mailbox: mailbox) }
         }

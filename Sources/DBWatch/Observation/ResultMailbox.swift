@@ -15,11 +15,18 @@ final class ResultMailbox<Value: Sendable>: Sendable {
     private typealias StateMachine = ResultMailboxStateMachine<Value, Continuation>
 
     private let state = Locked(StateMachine())
-    /// Called once when the consumer goes away (cancelled or finished).
-    let onFinish: @Sendable (ObjectIdentifier) -> Void
+    /// Told once when the consumer goes away (cancelled or finished).
+    private let owner: any ResultMailboxOwner
 
-    init(onFinish: @escaping @Sendable (ObjectIdentifier) -> Void) {
-        self.onFinish = onFinish
+    /// A mailbox whose `owner` (the driver that hands it results) is told
+    /// when its consumer goes away: no closure to allocate per subscription.
+    init(owner: some ResultMailboxOwner) {
+        self.owner = owner
+    }
+
+    /// A mailbox that calls `onFinish` once when its consumer goes away.
+    convenience init(onFinish: @escaping @Sendable (ObjectIdentifier) -> Void) {
+        self.init(owner: FinishCallback(onFinish))
     }
 
     /// Whether this consumer has received a first result.
@@ -90,6 +97,24 @@ final class ResultMailbox<Value: Sendable>: Sendable {
     func finish() {
         let action = state.withLock { $0.finish() }
         action.waiter?.resume(returning: nil)
-        if action.isFirst { onFinish(ObjectIdentifier(self)) }
+        if action.isFirst { owner.remove(ObjectIdentifier(self)) }
     }
+}
+
+/// Whoever hands results to a ``ResultMailbox`` and must hear when its
+/// consumer goes away (an ``ObservationDriver``).
+protocol ResultMailboxOwner: AnyObject, Sendable {
+    /// The consumer of the mailbox `id` went away: hand it nothing more.
+    func remove(_ id: ObjectIdentifier)
+}
+
+/// A closure as the owner of a mailbox (a ``LiveQuery``'s subscribers, tests).
+private final class FinishCallback: ResultMailboxOwner {
+    let body: @Sendable (ObjectIdentifier) -> Void
+
+    init(_ body: @escaping @Sendable (ObjectIdentifier) -> Void) {
+        self.body = body
+    }
+
+    func remove(_ id: ObjectIdentifier) { body(id) }
 }
