@@ -19,6 +19,12 @@ import PackageDescription
 //
 //     Benchmarks/.build/release/dbwatch-bench-load --runs 3
 //
+// The fan-out of issue 25 adds a floor, `dbwatch-bench-floor` (plain
+// SwiftNIO, no framework), and the server built from the code before a
+// change (`--before-server PATH`):
+//
+//     Benchmarks/.build/release/dbwatch-bench-load --only fanout --floor --before-server OTHER/dbwatch-bench-server
+//
 // `dbwatch serve` under the same fan-out, written by another process
 // (issue 17), needs the `dbwatch` executable too:
 //
@@ -71,6 +77,18 @@ let package = Package(
                 .product(name: "DBWatchHummingbird", package: "DBWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The floor of the fan-out (issue 25): plain SwiftNIO and raw SQLite,
+        // one fetch per write and the same buffer written to every client.
+        .executableTarget(
+            name: "dbwatch-bench-floor",
+            dependencies: [
+                "BenchProcess",
+                "CSQLiteRaw",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(

@@ -13,10 +13,18 @@ struct LoadOptions {
     var dbwatch = ""
     /// Also a baseline whose clients' write loops run in child tasks, as DBWatch's do.
     var childTaskBaseline = false
+    /// Also the floor of issue 25: `dbwatch-bench-floor` (plain SwiftNIO).
+    var floor = false
+    var floorServer = ""
+    /// Also a `dbwatch-bench-server` built from other code (the code before a change), mode `dbwatch`.
+    var beforeServer = ""
+    /// The fan-out without workload 4 (the write rates around it): latency and memory only.
+    var skipWriteRates = false
 
     static let usage = """
         usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve,serve-auth]
                                  [--server PATH] [--dbwatch PATH] [--child-task-baseline]
+                                 [--floor] [--floor-server PATH] [--before-server PATH] [--skip-write-rates]
 
           --runs N      run each scenario N times; print median [min – max]
           --clients L   numbers of SSE clients (each also needs one open file here and one in the server)
@@ -29,6 +37,15 @@ struct LoadOptions {
           --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
                         .build/release/dbwatch in the current directory)
           --child-task-baseline  also a baseline whose clients write from a child task, as DBWatch's do
+          --floor       also the floor (issue 25): dbwatch-bench-floor, plain SwiftNIO, one fetch per
+                        write and the same buffer written to every client
+          --floor-server P  the dbwatch-bench-floor executable (default: next to this one)
+          --before-server P  also a dbwatch-bench-server built from other code (e.g. a worktree of the
+                        commit before a change), run in mode dbwatch as `dbwatch-before`
+          --skip-write-rates  fanout without workload 4 (the write rates before and after the
+                        fan-outs): latency, CPU and memory only, about 25 s less per server
+
+        With more than the two fan-out servers, each run starts them in another order (rotated by one).
 
         Starts dbwatch-bench-server (and dbwatch serve) processes on 127.0.0.1 (a new one for each
         mode and number of clients), connects the clients, writes, stops the
@@ -38,12 +55,21 @@ struct LoadOptions {
     init(arguments: [String]) throws {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         server = directory.appendingPathComponent("dbwatch-bench-server").path
+        floorServer = directory.appendingPathComponent("dbwatch-bench-floor").path
         dbwatch = directory.appendingPathComponent("dbwatch").path
         if !FileManager.default.isExecutableFile(atPath: dbwatch) { dbwatch = ".build/release/dbwatch" }
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             if argument == "--child-task-baseline" {
                 childTaskBaseline = true
+                continue
+            }
+            if argument == "--floor" {
+                floor = true
+                continue
+            }
+            if argument == "--skip-write-rates" {
+                skipWriteRates = true
                 continue
             }
             if argument == "-h" || argument == "--help" {
@@ -58,6 +84,8 @@ struct LoadOptions {
             case "--only": only = Set(value.split(separator: ",").map(String.init))
             case "--server": server = value
             case "--dbwatch": dbwatch = value
+            case "--floor-server": floorServer = value
+            case "--before-server": beforeServer = value
             default: throw LoadError(description: "unknown option \(argument)\n\(Self.usage)")
             }
         }
@@ -104,7 +132,7 @@ struct LoadMain {
                     let scenarioResults = ScenarioRun(
                         options: options, group: group, clients: clients, results: results)
                     switch scenario {
-                    case "fanout": try await scenarioResults.fanOut()
+                    case "fanout": try await scenarioResults.fanOut(run: run)
                     case "rows": try await scenarioResults.rows()
                     case "serve-auth": try await scenarioResults.serveAuthentication(run: run)
                     default: try await scenarioResults.serve()
@@ -126,17 +154,51 @@ struct ScenarioRun {
     let clients: Int
     let results: Results
 
+    /// One server of the fan-out: `name` in the results, its executable and `--mode`.
+    struct FanOutServer {
+        let name: String
+        let executable: String
+        let mode: String
+    }
+
+    /// The fan-out's servers, in the order of run `run` (1-based): the
+    /// baseline and DBWatch, then the optional ones; with more than two,
+    /// each run starts one place further in the list.
+    func fanOutServers(run: Int) -> [FanOutServer] {
+        var servers = [
+            FanOutServer(name: "baseline", executable: options.server, mode: "baseline"),
+            FanOutServer(name: "dbwatch", executable: options.server, mode: "dbwatch"),
+        ]
+        if options.floor {
+            servers.append(FanOutServer(name: "floor", executable: options.floorServer, mode: "floor"))
+        }
+        if !options.beforeServer.isEmpty {
+            servers.append(FanOutServer(name: "dbwatch-before", executable: options.beforeServer, mode: "dbwatch"))
+        }
+        if options.childTaskBaseline {
+            servers.append(FanOutServer(name: "baseline-task", executable: options.server, mode: "baseline-task"))
+        }
+        guard servers.count > 2 else { return servers }
+        let shift = (run - 1) % servers.count
+        return Array(servers[shift...] + servers[..<shift])
+    }
+
     /// Workloads 1, 3 and 4 on the shared query: the baseline server, then
-    /// the DBWatch server, each with `clients` clients of `/board/events`.
-    func fanOut() async throws {
-        for mode in ["baseline", "dbwatch"] + (options.childTaskBaseline ? ["baseline-task"] : []) {
-            let server = try ServerProcess(executable: options.server, mode: mode, rows: 1)
+    /// the DBWatch server (and the optional ones), each with `clients`
+    /// clients of `/board/events`.
+    func fanOut(run: Int = 1) async throws {
+        for fanOutServer in fanOutServers(run: run) {
+            let mode = fanOutServer.mode
+            let server = try ServerProcess(executable: fanOutServer.executable, mode: mode, rows: 1)
             defer { server.stop() }
             let control = HTTPControl(port: server.port, group: group)
-            let label = "fanout \(clients) \(mode)"
+            let label = "fanout \(clients) \(fanOutServer.name)"
+            progress("  \(label): starts at load average \(loadAverage())")
             var round = 0
             if mode == "dbwatch" {
                 try await warmUp(control)
+            }
+            if mode == "dbwatch" && !options.skipWriteRates {
                 round = 1_000_000
                 let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
                     "/board/write/\(1_000_000 + worker * 100_000 + index)"
@@ -166,7 +228,9 @@ struct ScenarioRun {
             let after = try await control.stats()
             results.add(
                 "\(label): server CPU per write, ms", Double(after.cpu - cpuStart) / 1e6 / Double(options.writes))
-            if mode == "dbwatch" {
+            if options.skipWriteRates {
+                // Workload 4 not measured.
+            } else if mode == "dbwatch" {
                 let rate = try await control.throughput(connections: 4, seconds: 3) { worker, index in
                     "/board/write/\(3_000_000 + worker * 100_000 + index)"
                 }
@@ -351,6 +415,7 @@ final class Results {
                 add("\(base): RSS per client, DBWatch / baseline, %", 100 * dbwatch / baseline)
                 add("\(base): DBWatch's share per client, B", dbwatch - baseline)
             }
+            deriveFloorAndBefore(base: base)
             if let loaded = last("\(base) dbwatch: writes/s, clients connected"),
                 let none = last("\(base) dbwatch: writes/s, no client")
             {
@@ -389,6 +454,42 @@ final class Results {
             let cpuLarge = last("rows \(large): server CPU per write, µs")
         {
             add("rows: CPU per write at \(large) / at \(small), %", 100 * cpuLarge / cpuSmall)
+        }
+    }
+
+    /// Issue 25's ratios of one run: the code before the change
+    /// (`dbwatch-before`) against the baseline and against the code after
+    /// (`dbwatch`), and every server against the floor, when they ran.
+    private func deriveFloorAndBefore(base: String) {
+        if let before = last("\(base) dbwatch-before: RSS per idle client, B"),
+            let baseline = last("\(base) baseline: RSS per idle client, B")
+        {
+            add("\(base): RSS per client, DBWatch before / baseline, %", 100 * before / baseline)
+            add("\(base): DBWatch's share per client before, B", before - baseline)
+        }
+        if let floor = last("\(base) floor: RSS per idle client, B"),
+            let baseline = last("\(base) baseline: RSS per idle client, B")
+        {
+            add("\(base): RSS per client, floor / baseline, %", 100 * floor / baseline)
+        }
+        let latencies = [
+            "commit to each client p50", "commit to each client p99", "commit to last client p50",
+            "commit to last client p99",
+        ]
+        for measure in latencies.map({ "\($0), ms" }) + ["RSS per idle client, B", "server CPU per write, ms"] {
+            if let after = last("\(base) dbwatch: \(measure)"), let before = last("\(base) dbwatch-before: \(measure)")
+            {
+                add("\(base): after / before, \(measure.prefix { $0 != "," }), %", 100 * after / before)
+            }
+        }
+        for name in ["dbwatch", "dbwatch-before", "baseline"] {
+            for measure in latencies {
+                if let value = last("\(base) \(name): \(measure), ms"),
+                    let floor = last("\(base) floor: \(measure), ms")
+                {
+                    add("\(base): \(name) / floor, \(measure), ×", value / floor)
+                }
+            }
         }
     }
 
