@@ -230,6 +230,7 @@ let package = Package(
                 "DBWatchDelivery",
                 "DBWatchHummingbird",
                 "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: hummingbird),

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DBWatch
 @testable import DBWatchHummingbird
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import Hummingbird

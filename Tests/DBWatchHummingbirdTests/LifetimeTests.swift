@@ -1,3 +1,4 @@
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import DBWatch

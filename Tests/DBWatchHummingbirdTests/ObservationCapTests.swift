@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import Testing

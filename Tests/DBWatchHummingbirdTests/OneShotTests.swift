@@ -1,5 +1,6 @@
 import DBWatch
 @testable import DBWatchHummingbird
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import Hummingbird

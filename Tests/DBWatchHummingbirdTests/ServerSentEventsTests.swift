@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DBWatch
 import DBWatchHummingbird
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Testing
 

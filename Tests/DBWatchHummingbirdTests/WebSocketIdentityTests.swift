@@ -1,5 +1,6 @@
 import DBWatch
 import DBWatchHummingbird
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import DBWatchTestSupport
 import Logging
 import DBWatch
 
@@ -11,7 +12,7 @@ public struct LogEntry: Sendable {
 
 /// Keeps every message of the loggers it makes.
 public final class LogRecorder: Sendable {
-    private let entries = Locked<[LogEntry]>([])
+    private let entries = Protected<[LogEntry]>([])
 
     public init() {}
 
