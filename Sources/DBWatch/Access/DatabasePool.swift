@@ -103,7 +103,7 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     deinit {
-        syncClose()
+        close()
     }
 
     /// On the writer connection; the readers keep reading meanwhile.
@@ -126,9 +126,8 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     /// Closes the readers, then the writer, which checkpoints and removes
-    /// the WAL file, blocking the calling thread: see
-    /// ``DatabaseWriter/syncClose()``.
-    public func syncClose() {
+    /// the WAL file, as told on ``DatabaseWriter``.
+    public func close() {
         externalChangeMonitor?.stop()
         let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
@@ -141,10 +140,9 @@ public final class DatabasePool: DatabaseWriter {
         observations.close()
     }
 
-    /// Closes as told on ``DatabaseWriter/close()``: ``syncClose()`` on a
-    /// thread of its own, which the calling task awaits.
+    /// ``close()`` on a thread of its own, which the calling task awaits.
     public func close() async {
-        await backgroundClose.run(name: "dbwatch.close") { [self] in syncClose() }
+        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
     }
 
     // MARK: - Observation
