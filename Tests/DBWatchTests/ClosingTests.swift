@@ -94,10 +94,14 @@ struct ClosingTests {
                     return error
                 }
             }
-            // Another request: on a queue or a one-reader pool its fetch
-            // waits behind the endless one, and must not run after the close.
-            let (results, resultsTask) = record(database.observe(EndlessCount(started: Gate())))
             try await withTimeout { await started.wait() }
+            // Another request, subscribed once the endless fetch holds the
+            // only reader (the two tasks start in no set order, and one
+            // subscribed first would hold the reader and keep `started`
+            // closed): on a queue or a one-reader pool its fetch waits
+            // behind the endless one, and must not run after the close.
+            let secondStarted = Gate()
+            let (results, resultsTask) = record(database.observe(EndlessCount(started: secondStarted)))
             try await waitUntil { database.observationCount == 2 }
 
             let elapsed = try await Self.close(database)
@@ -112,6 +116,7 @@ struct ClosingTests {
             } else {
                 Issue.record("the Result form did not end with the closed error: \(results.values)")
             }
+            #expect(!secondStarted.isOpen, "the queued fetch ran")
             #expect(database.observationCount == 0)
         }
     }

@@ -222,7 +222,14 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
         var deadline = deadline
         while runningWorkers > 0 {
             if shutdown.isSet {
-                pthread_cond_wait(condition, mutex)
+                // An interrupt that lands after a statement checked the
+                // shutdown flag but before SQLite counted it as running is
+                // lost (`sqlite3_step` clears it then): interrupt again
+                // until every worker has exited.
+                var retry = Self.deadline(after: Self.shutdownInterruptInterval)
+                if pthread_cond_timedwait(condition, mutex, &retry) == ETIMEDOUT {
+                    for connection in connections { connection.handle.interrupt() }
+                }
             } else if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT {
                 let leftovers = shutDownLocked()
                 // Failing a job resumes its caller: never under the lock.
@@ -232,6 +239,9 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
             }
         }
     }
+
+    /// How often a shutdown interrupts the statements still running again.
+    static let shutdownInterruptInterval = Duration.milliseconds(50)
 
     /// Sets ``shutdown``, interrupts the statements running on the
     /// workers' connections, and returns the jobs that did not start.
