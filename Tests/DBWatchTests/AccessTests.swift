@@ -15,9 +15,9 @@ struct AccessTests {
         }
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             let queue = try DatabaseQueue()
-            defer { queue.close() }
+            defer { queue.syncClose() }
             let writerName = try await pool.writeWithoutTransaction { _ in try osThreadName() }
             #expect(writerName == "dbwatch.writer")
             #expect(try await pool.read { _ in try osThreadName() }.hasPrefix("dbwatch.read."))
@@ -187,8 +187,8 @@ struct AccessTests {
         try await withTemporaryDirectory { directory in
             let database = try kind.open(in: directory)
             _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }
-            database.closeBlocking()
-            database.closeBlocking()  // idempotent
+            database.syncClose()
+            database.syncClose()  // idempotent
             await database.close()  // also the async form
             do {
                 _ = try await database.read { db in try db.fetchOne(Int.self, sql: "SELECT 1") }

@@ -35,7 +35,7 @@ extension CallerThreadWriteTests {
                 #expect(onCallersThread.withLock { $0 })
                 let closed = Gate()
                 Task(executorPreference: DedicatedThreadExecutor()) {
-                    database.close()
+                    database.syncClose()
                     closed.open()
                 }
                 try await waitUntil { jobs.closed }

@@ -33,11 +33,21 @@ struct CallerThreadWriteTests {
         return thread
     }
 
-    /// Waits until the writer sleeps with nothing queued: right after a job
-    /// it may still be on its way back to sleep, and a write then queues.
+    /// Waits until the writer sleeps with nothing queued, which is when a
+    /// write can claim its connection: right after a job it may still be on
+    /// its way back to sleep, and a write then queues. Checked by claiming
+    /// the connection (and releasing it at once) as a write would, whatever
+    /// the connection's settings. A queue that lends no connection (a file
+    /// queue, or writes on the caller's thread turned off) is never claimed:
+    /// no need to wait.
     func waitUntilIdle(_ database: any DatabaseWriter) async throws {
         let jobs = writerJobs(of: database)
-        try await waitUntil { jobs.workerIsIdle }
+        guard jobs.allowsClaims else { return }
+        try await waitUntil {
+            guard jobs.claimIdleConnection(if: { _ in true }) != nil else { return false }
+            jobs.releaseClaim()
+            return true
+        }
     }
 
     @Test(arguments: [DatabaseKind.inMemory, .pool, .fileQueue])
@@ -215,7 +225,7 @@ struct CallerThreadWriteTests {
             let (value, claimed) = try await withTimeout {
                 try await Task(executorPreference: executor) {
                     try await database.write { db in
-                        database.close()
+                        database.syncClose()
                         try db.execute(sql: "INSERT INTO t VALUES ('last')")
                         return (42, runsInATask())
                     }

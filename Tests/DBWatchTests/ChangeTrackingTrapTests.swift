@@ -115,7 +115,7 @@ struct ChangeTrackingTrapTests {
     func generatedColumnsFollowTheirSources(storage: String, kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try kind.open(in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -158,7 +158,7 @@ struct ChangeTrackingTrapTests {
     @Test func aGeneratedColumnAddedLaterIsFollowedToo() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in
                 try db.execute(sql: "CREATE TABLE t (a INT, b INT); INSERT INTO t VALUES (1, 1)")
             }
@@ -277,7 +277,7 @@ struct ChangeTrackingTrapTests {
                 await other.close()
             }
             let queue = try DatabaseQueue()
-            defer { queue.close() }
+            defer { queue.syncClose() }
             let (values, task) = record(queue.observe(SQLRequest("SELECT x FROM aux.t ORDER BY x")))
             defer { task.cancel() }
             try await values.wait { $0.last.map { (try? $0.get()) == nil } ?? false }

@@ -50,7 +50,7 @@ struct ClosingTests {
     static func close(_ database: any DatabaseWriter) async throws -> Duration {
         let closing = Task(executorPreference: DedicatedThreadExecutor()) { () -> Duration in
             let start = ContinuousClock.now
-            database.close()
+            database.syncClose()
             return start.duration(to: .now)
         }
         return try await withTimeout(seconds: 30) { await closing.value }
@@ -59,7 +59,7 @@ struct ClosingTests {
     /// The rows of `t` in the file, read by a fresh connection.
     static func rows(in path: String) async throws -> [Int] {
         let queue = try DatabaseQueue(path: path)
-        defer { queue.close() }
+        defer { queue.syncClose() }
         return try await queue.read { db in try db.fetchAll(Int.self, sql: "SELECT a FROM t ORDER BY a") }
     }
 
@@ -305,7 +305,7 @@ struct ClosingTests {
                 }
             }
             try await withTimeout { await started.wait() }
-            let closing = Task(executorPreference: DedicatedThreadExecutor()) { database.close() }
+            let closing = Task(executorPreference: DedicatedThreadExecutor()) { database.syncClose() }
             let jobs = (database as? DatabasePool)?.writerJobs ?? (database as! DatabaseQueue).jobs
             let readers = (database as? DatabasePool)?.readerJobs ?? jobs
             try await waitUntil { jobs.closed || readers.closed }

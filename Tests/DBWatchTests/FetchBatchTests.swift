@@ -73,7 +73,7 @@ struct FetchBatchTests {
     /// A driver that only says whether it fetches alone.
     final class StubDriver: ObservationDriving {
         let fetchesAlone: Bool
-        let sharingKey: SharingKey? = nil
+        let sharingKey: DriverSharingKey? = nil
         var isStopped: Bool { false }
 
         init(alone: Bool) { fetchesAlone = alone }
@@ -256,7 +256,7 @@ extension FetchBatchTests {
         let disk = try DiskFaultTests.FaultyDisk()
         try await withTemporaryDirectory { directory in
             let pool = try disk.open(.pool, at: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)") }
             let roles = Roles(disk: disk)
             defer { roles.committed.open() }

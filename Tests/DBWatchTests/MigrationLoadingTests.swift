@@ -249,7 +249,7 @@ struct MigrationLoadingTests {
                     Migration(number: 3, name: "index_team", sql: third),
                 ])
                 let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
-                defer { queue.close() }
+                defer { queue.syncClose() }
 
                 #expect(try await fromFiles.migrate(queue, upTo: 1).map(\.number) == [1])
                 #expect(try await inCode.migrate(queue, upTo: 2).map(\.number) == [2])

@@ -421,7 +421,7 @@ struct MigrationTests {
     func dropsAndRedefinitionsTakeEffect(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let writer = try Self.open(kind, in: directory)
-            defer { writer.close() }
+            defer { writer.syncClose() }
             let migrator = try Migrator(migrations: [
                 Migration(
                     number: 1, name: "create",

@@ -146,7 +146,7 @@ struct ObservationContractTests {
     func orderUnderRacingFetches() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in try db.execute(sql: playerSchema) }
             let request = IntRequest("SELECT count(*) FROM player")
             var recorders: [ValueRecorder<Result<Int, any Error>>] = []
@@ -393,7 +393,7 @@ struct ObservationContractTests {
             var configuration = Configuration()
             configuration.maximumReaderCount = 1
             let pool = try DatabasePool(path: directory.file("db.sqlite"), configuration: configuration)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await body(pool)
         }
     }
@@ -613,7 +613,7 @@ struct ObservationContractTests {
     @Test func aStoppingObservationIsNotSharedAnyMore() async throws {
         final class StubDriver: ObservationDriving, @unchecked Sendable {  // `isStopped` is set before sharing
             var isStopped = false
-            let sharingKey: SharingKey? = SharingKey(IntRequest("SELECT 1"))
+            let sharingKey: DriverSharingKey? = DriverSharingKey(IntRequest("SELECT 1"))
             func commitDidTouchRegion() -> Bool { false }
             func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
             func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
@@ -622,7 +622,7 @@ struct ObservationContractTests {
             func endBecauseDatabaseClosed() {}
         }
         let center = ObservationCenter(fetchQueue: JobQueue(), logger: Logger(label: "test"))
-        let key = SharingKey(IntRequest("SELECT 1"))
+        let key = DriverSharingKey(IntRequest("SELECT 1"))
         let (first, _) = center.driver(sharedAs: key) { StubDriver() }
         let (same, sameIsNew) = center.driver(sharedAs: key) { StubDriver() }
         #expect(same === first && !sameIsNew)

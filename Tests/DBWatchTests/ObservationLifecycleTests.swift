@@ -77,14 +77,14 @@ struct ObservationLifecycleTests {
         try await waitUntil { live.value == ["ann"] }
 
         let second = Task { await live.run() }
-        try await waitUntil { live.runCount == 2 }
+        try await waitUntil { live.state.withLock { $0.waiters.count } == 2 }
         second.cancel()
         try await withTimeout { await second.value }
         try await Self.insert("bob", into: queue)
         try await waitUntil { live.value == ["ann", "bob"] }
 
         let third = Task { await live.run() }
-        try await waitUntil { live.runCount == 2 }
+        try await waitUntil { live.state.withLock { $0.waiters.count } == 2 }
         first.cancel()
         try await withTimeout { await first.value }
         try await withTimeout { await third.value }
@@ -383,7 +383,7 @@ struct ObservationLifecycleTests {
             let (recorder, task) = record(pool.observe(GatedSearch(prefix: "", started: started, release: release)))
             try await withTimeout { await started.wait() }
             // close() waits for the reader: on a thread of its own.
-            let closing = Task(executorPreference: DedicatedThreadExecutor()) { pool.close() }
+            let closing = Task(executorPreference: DedicatedThreadExecutor()) { pool.syncClose() }
             try await waitUntil { pool.readerJobs.closed }
             release.open()
             try await withTimeout { await closing.value }
@@ -422,6 +422,78 @@ struct ObservationLifecycleTests {
         try await waitUntil(seconds: 20) { clock.sleeperCount == 0 }
         clock.advance(by: .seconds(3600))
         #expect(recorder.values == [0])
+    }
+
+    /// Rate-limited observations of one request with equal options share
+    /// one driver: one fetch per change and one timer for all of them.
+    @Test func rateLimitedObservationsOfOneRequestShareOneDriver() async throws {
+        let queue = try await makePlayerQueue()
+        let clock = TestClock()
+        let options = ObservationOptions(minimumInterval: .seconds(1), clock: clock)
+        let request = IntRequest("SELECT count(*) FROM player")
+        let observers = (0..<5).map { _ in record(queue.observe(request, options: options)) }
+        defer { for (_, task) in observers { task.cancel() } }
+        for (recorder, _) in observers { try await recorder.wait { $0.compactMap(\.value) == [0] } }
+        #expect(queue.observationCount == 1)
+        #expect(queue.subscriberCount == 5)
+        #expect(queue.observations.statistics(for: request, options: options)?.fetches == 1)
+
+        // Within the interval: one timer waits for all of them.
+        try await Self.insert("x", "y", into: queue)
+        try await waitUntil { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(1))
+        for (recorder, _) in observers { try await recorder.wait { $0.compactMap(\.value) == [0, 2] } }
+        #expect(queue.observations.statistics(for: request, options: options)?.fetches == 2)
+
+        // Another interval, or another clock, is another observation.
+        let other = record(
+            queue.observe(request, options: ObservationOptions(minimumInterval: .seconds(2), clock: clock)))
+        defer { other.1.cancel() }
+        let third = record(queue.observe(request, options: ObservationOptions(minimumInterval: .seconds(1))))
+        defer { third.1.cancel() }
+        try await other.0.wait(forCount: 1)
+        try await third.0.wait(forCount: 1)
+        #expect(queue.observationCount == 3)
+    }
+
+    /// A subscriber joining a shared rate-limited observation while a
+    /// change waits for the interval gets its first value at once, fetched
+    /// for it; the others still wait, and it does not get that value twice.
+    @Test func aLateSubscriberOfARateLimitedObservationIsNotDelayed() async throws {
+        let queue = try await makePlayerQueue()
+        let clock = TestClock()
+        let options = ObservationOptions(minimumInterval: .seconds(3600), clock: clock)
+        let request = IntRequest("SELECT count(*) FROM player")
+        let (first, firstTask) = record(queue.observe(request, options: options))
+        defer { firstTask.cancel() }
+        try await first.wait { $0.compactMap(\.value) == [0] }
+        try await Self.insert("x", into: queue)
+        try await waitUntil { clock.sleeperCount == 1 }
+
+        // The clock does not move: the late subscriber's value cannot come from the timer.
+        let (late, lateTask) = record(queue.observe(request, options: options))
+        defer { lateTask.cancel() }
+        try await late.wait { $0.compactMap(\.value) == [1] }
+        let (later, laterTask) = record(queue.observe(request, options: options))
+        defer { laterTask.cancel() }
+        try await later.wait { $0.compactMap(\.value) == [1] }
+        #expect(first.values.compactMap(\.value) == [0])
+        #expect(queue.observationCount == 1)
+        // The second late subscriber got the first one's value, unchanged since.
+        #expect(queue.observations.statistics(for: request, options: options)?.fetches == 2)
+
+        // At the interval, the first subscriber gets the change; the late
+        // ones already have it.
+        try await waitUntil { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(3600))
+        try await first.wait { $0.compactMap(\.value) == [0, 1] }
+        try await Self.insert("y", into: queue)
+        try await waitUntil { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(3600))
+        for recorder in [first, late, later] { try await recorder.wait { $0.last?.value == 2 } }
+        #expect(late.values.compactMap(\.value) == [1, 2])
+        #expect(later.values.compactMap(\.value) == [1, 2])
+        #expect(first.values.compactMap(\.value) == [0, 1, 2])
     }
 
     @Test func closingMidIntervalEndsARateLimitedObservationAndItsTimer() async throws {

@@ -62,7 +62,7 @@ struct ReplacedFileTests {
 
     static func rows(at path: String) async throws -> [Int] {
         let queue = try DatabaseQueue(path: path)
-        defer { queue.close() }
+        defer { queue.syncClose() }
         return try await queue.read { db in try db.fetchAll(Int.self, sql: "SELECT a FROM t ORDER BY a") }
     }
 
@@ -73,7 +73,7 @@ struct ReplacedFileTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try await Self.open(kind, at: path)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await Self.apply(change, to: path)
 
             await #expect(throws: DatabaseFileReplacedError.self) {
@@ -101,7 +101,7 @@ struct ReplacedFileTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try await Self.open(kind, at: path)
-            defer { database.close() }
+            defer { database.syncClose() }
             let replacement = path + ".new"
             if change == .replaced {
                 let queue = try DatabaseQueue(path: replacement)
@@ -127,7 +127,7 @@ struct ReplacedFileTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try await Self.open(kind, at: path)
-            defer { database.close() }
+            defer { database.syncClose() }
             #expect(rename(path, path + ".moved") == 0)
             await #expect(throws: DatabaseFileReplacedError.self) {
                 try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
@@ -161,7 +161,7 @@ struct ReplacedFileTests {
     /// `nil` when it has no table `t`.
     static func rowCount(at path: String) async throws -> Int? {
         let queue = try DatabaseQueue(path: path)
-        defer { queue.close() }
+        defer { queue.syncClose() }
         return try await queue.read { db in
             try db.fetchOne(Int.self, sql: "SELECT count(*) FROM sqlite_master WHERE name = 't'") == 0
                 ? nil : try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")
@@ -175,7 +175,7 @@ struct ReplacedFileTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let pool = try await Self.open(.pool, at: path, readers: 2, reads: false)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             // A read holds the reader it opened, before the change; the
             // next read needs the other one, which opens after it.
             let started = Gate()
@@ -199,7 +199,7 @@ struct ReplacedFileTests {
 
     @Test("an in-memory queue has no file to check") func inMemoryQueueWrites() async throws {
         let queue = try DatabaseQueue()
-        defer { queue.close() }
+        defer { queue.syncClose() }
         try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a); INSERT INTO t VALUES (1)") }
         #expect(try await queue.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") } == 1)
     }

@@ -37,7 +37,7 @@ struct SchemaChangeRegionTests {
     func aTableReplacedByAViewOnTheWriterKeepsBeingObserved(kind: DatabaseKind, readers: Int) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, path: directory.file("db.sqlite"), readers: readers)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, a); INSERT INTO t (a) VALUES (0)")
             }
@@ -72,7 +72,7 @@ struct SchemaChangeRegionTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -103,7 +103,7 @@ struct SchemaChangeRegionTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -132,7 +132,7 @@ struct SchemaChangeRegionTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
-            defer { database.close() }
+            defer { database.syncClose() }
             let update = "UPDATE w SET x = ? WHERE id = 1"
             try await database.write { db in
                 try db.execute(
@@ -171,7 +171,7 @@ struct SchemaChangeRegionTests {
         try await withTemporaryDirectory { directory in
             let path = directory.file("db.sqlite")
             let database = try Self.open(kind, path: path, detection: true, readers: 1)
-            defer { database.close() }
+            defer { database.syncClose() }
             let insert = "INSERT INTO note (body) VALUES (?)"
             try await database.write { db in
                 try db.execute(
@@ -199,7 +199,7 @@ struct SchemaChangeRegionTests {
     @Test func aStatementRepreparedByAnotherConnectionTakesItsNewFootprint() async throws {
         try await withTemporaryDirectory { directory in
             let pool = try Self.open(.pool, path: directory.file("db.sqlite"), readers: 1)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in
                 try db.execute(sql: "CREATE TABLE a (x); CREATE VIEW v AS SELECT x FROM a")
             }
@@ -228,7 +228,7 @@ struct SchemaChangeRegionTests {
         // of its own: the failed step's message must survive it.
         try await withTemporaryDirectory { directory in
             let pool = try Self.open(.pool, path: directory.file("db.sqlite"), readers: 1)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in
                 try db.execute(
                     sql: "CREATE TABLE a (x); INSERT INTO a VALUES (1); CREATE VIEW v AS SELECT abs(x) FROM a")

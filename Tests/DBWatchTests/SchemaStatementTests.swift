@@ -71,7 +71,7 @@ struct SchemaStatementTests {
     func dropRemovesItsObject(kind: DatabaseKind, drop: Drop) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             // Temporary objects live on the writer's connection: look there.
             let before = try await database.write { db in
                 try db.execute(sql: Self.schema)
@@ -101,7 +101,7 @@ struct SchemaStatementTests {
     func viewRedefinedInOneScript(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -132,7 +132,7 @@ struct SchemaStatementTests {
             let path = directory.file("db.sqlite")
             let database: any DatabaseWriter =
                 kind == .pool ? try DatabasePool(path: path) : try DatabaseQueue(path: path)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(sql: "CREATE TABLE t (a)")
                 try db.execute(sql: "DROP VIEW IF EXISTS v")
@@ -153,7 +153,7 @@ struct SchemaStatementTests {
     func alterTableFormsTakeEffect(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             let columns = try await database.write { db in
                 try db.execute(
                     sql: """
@@ -187,7 +187,7 @@ struct SchemaStatementTests {
     func maintenanceStatementsKeepEverything(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             let before = try await database.write { db in
                 try db.execute(sql: Self.schema)
                 try db.execute(sql: "INSERT INTO t (a) VALUES (1), (2), (3); INSERT INTO f VALUES ('hello')")
@@ -217,7 +217,7 @@ struct SchemaStatementTests {
     func deleteWithoutWhereAfterADropIsStillSeen(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try Self.open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(sql: "CREATE TABLE t (a); CREATE VIEW v AS SELECT a FROM t; CREATE TABLE d (x)")
                 try db.execute(sql: "DROP VIEW v")

@@ -57,7 +57,7 @@ struct TextBytesTests {
     @Test func aUTF16DatabaseKeepsValidText() async throws {
         try await withTemporaryDirectory { directory in
             let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
-            defer { queue.close() }
+            defer { queue.syncClose() }
             try await queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA encoding = 'UTF-16le'")
                 try db.execute(sql: "CREATE TABLE source (v); CREATE TABLE copy (v)")
@@ -151,7 +151,7 @@ struct TextBytesTests {
     func observationSeesChangedBytes(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """

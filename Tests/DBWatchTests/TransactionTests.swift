@@ -114,7 +114,7 @@ struct TransactionTests {
     func transactionControlInsideWriteIsRefused(sql: String) async throws {
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in try db.execute(sql: playerSchema) }
             for database in [try await makePlayerQueue(), pool] as [any DatabaseWriter] {
                 await expectMisuse {

@@ -53,7 +53,7 @@ struct UntrustedSQLCostTests {
     func costlySingleCallsAreRefusedAtOnce(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             for sql in [
                 "SELECT instr(printf('%.*c', 999999, 'a'), printf('%.*c', 499999, 'a') || 'b')",
                 "SELECT replace(printf('%.*c', 999999, 'a'), printf('%.*c', 499999, 'a') || 'b', 'x')",
@@ -84,7 +84,7 @@ struct UntrustedSQLCostTests {
     func fts5MarkupFunctionsAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in
                 try db.execute(
                     sql: """
@@ -117,7 +117,7 @@ struct UntrustedSQLCostTests {
     func callsWithinTheBoundsAreQuick(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             for sql in [
                 "SELECT instr(printf('%.*c', 999999, 'a'), 'aaaaaab')",
                 "SELECT instr(printf('%.*c', 6000, 'a'), printf('%.*c', 1600, 'a') || 'b')",
@@ -179,7 +179,7 @@ struct UntrustedSQLCostTests {
     func timeLimitHoldsForCostlySteps(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             let (error, duration) = try await run(
                 """
                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
@@ -198,7 +198,7 @@ struct UntrustedSQLCostTests {
     func cancellationEndsCostlyStepsPromptly(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             let started = Gate()
             let read = Task {
                 try await database.read { db in
@@ -230,7 +230,7 @@ struct UntrustedSQLCostTests {
     func resultsBeyondTheMaximumSizeAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             var policy = UntrustedSQLPolicy()
             policy.maximumValueLength = 100_000_000
             let (error, duration) = try await run("SELECT x, zeroblob(99000000) FROM t", on: database, policy: policy)
@@ -273,7 +273,7 @@ struct UntrustedSQLCostTests {
     func temporaryFilesBeyondTheMaximumAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             // A generous time limit: the sort takes about 0.3 s, but far longer on a loaded machine.
             var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
             policy.maximumTemporaryStorage = 2_000_000
@@ -303,7 +303,7 @@ struct UntrustedSQLCostTests {
     func temporaryTablesBeyondTheMaximumAreRefused(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
             policy.maximumTemporaryStorage = 2_000_000
             let rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) "
@@ -327,7 +327,7 @@ struct UntrustedSQLCostTests {
     func onlyUntrustedSQLIsChargedForTemporaryFiles(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.read { db in
                 var policy = UntrustedSQLPolicy(timeLimit: .seconds(60))
                 policy.maximumTemporaryStorage = 2_000_000
@@ -360,7 +360,7 @@ struct UntrustedSQLCostTests {
     func ownQueriesDoNotCountInTheResultSize(kind: DatabaseKind) async throws {
         try await withTemporaryDirectory { directory in
             let database = try await open(kind, in: directory)
-            defer { database.close() }
+            defer { database.syncClose() }
             try await database.write { db in try db.execute(sql: "CREATE VIEW v AS SELECT x FROM t WHERE x = 1") }
             let request = PolicyRequest(sql: "SELECT x FROM v", maximumResultSize: 8)
             let observation = database.observe(request)

@@ -17,7 +17,7 @@ struct UntrustedSQLTests {
         error: SQLiteError?, duration: Duration
     ) {
         let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
-        defer { queue.close() }
+        defer { queue.syncClose() }
         try await queue.write { db in
             try db.execute(
                 sql: """
@@ -68,7 +68,7 @@ struct UntrustedSQLTests {
         if let argument = arguments[pragma] { forms = forms.map { "\($0)(\(argument))" } }
         try await withTemporaryDirectory { directory in
             let pool = try DatabasePool(path: directory.file("db.sqlite"))
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in try db.execute(sql: "CREATE TABLE t (a); CREATE INDEX i ON t (a)") }
             for sql in forms {
                 let written = try await pool.writeWithoutTransaction { db in
@@ -98,7 +98,7 @@ struct UntrustedSQLTests {
                 #expect(error?.message?.hasPrefix("refused: changing PRAGMA ") == true, "\(String(describing: error))")
             }
             let queue = try DatabaseQueue(path: directory.file("db.sqlite"))
-            defer { queue.close() }
+            defer { queue.syncClose() }
             let values = try await queue.read { db in
                 try db.fetchAll(sql: "SELECT * FROM pragma_journal_mode, pragma_user_version, pragma_application_id")
             }
@@ -238,7 +238,7 @@ struct UntrustedSQLTests {
             var configuration = Configuration()
             configuration.maximumReaderCount = 1
             let pool = try DatabasePool(path: path, configuration: configuration)
-            defer { pool.close() }
+            defer { pool.syncClose() }
             try await pool.write { db in
                 try db.execute(sql: "CREATE TABLE a (x); INSERT INTO a VALUES (1); CREATE VIEW v AS SELECT x FROM a")
             }

@@ -171,7 +171,7 @@ struct WriterExecutorTests {
             let database = try await makeDatabase(kind, in: directory)
             let outcomes = try await withTimeout {
                 await withTaskExecutorPreference(database.writerExecutor) { () async -> [Bool] in
-                    if async { await database.close() } else { database.closeBlocking() }
+                    if async { await database.close() } else { database.syncClose() }
                     let wrote =
                         (try? await database.write { db in try db.execute(sql: "INSERT INTO t VALUES ('x')") }) != nil
                     let read = try? await database.read { db in try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t")

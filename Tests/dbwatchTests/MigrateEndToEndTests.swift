@@ -135,7 +135,7 @@ struct MigrateEndToEndTests {
             #expect(run.exitStatus == 0, "\(run)")
             #expect(run.lines.filter { $0.contains(" … applied (") }.count == 4, "\(run)")
             let queue = try DatabaseQueue(path: path)
-            defer { queue.close() }
+            defer { queue.syncClose() }
             let schema = try await queue.read { db in
                 try db.fetchAll(
                     String.self,

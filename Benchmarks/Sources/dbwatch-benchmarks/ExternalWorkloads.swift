@@ -25,7 +25,7 @@ func externalChanges(_ sizes: Sizes) async throws -> [Sample] {
         var configuration = Configuration()
         configuration.externalChangeDetection = detection
         let pool = try DatabasePool(path: path, configuration: configuration)
-        defer { pool.close() }
+        defer { pool.syncClose() }
         try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
         }
         let other = try RawDatabase(path: path)
@@ -65,7 +65,7 @@ func externalChanges(_ sizes: Sizes) async throws -> [Sample] {
         var configuration = Configuration()
         configuration.externalChangeDetection = detection
         let pool = try DatabasePool(path: scratch.file("idle-\(label.hashValue).sqlite"), configuration: configuration)
-        defer { pool.close() }
+        defer { pool.syncClose() }
         try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)") }
         var consumers: [Task<Void, any Error>] = []
         let delivered = Counter()

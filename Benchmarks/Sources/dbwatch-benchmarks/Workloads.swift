@@ -222,9 +222,9 @@ func writeOverhead(_ sizes: Sizes) async throws -> [Sample] {
     for count in [0] + idleOrder {
         let raw = try RawInserter(path: scratch.file("raw-\(count).sqlite"))
         let plain = try DatabasePool(path: scratch.file("plain-\(count).sqlite"))
-        defer { plain.close() }
+        defer { plain.syncClose() }
         let observed = try DatabasePool(path: scratch.file("observed-\(count).sqlite"))
-        defer { observed.close() }
+        defer { observed.syncClose() }
         for pool in [plain, observed] {
             try await pool.write { db in
                 try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
@@ -313,7 +313,7 @@ func observedWrites(_ sizes: Sizes) async throws -> [Sample] {
     for (observers, target) in [(1, 0.50), (10, 0.30)] {
         let raw = try RawInserter(path: scratch.file("raw-\(observers).sqlite"))
         let pool = try DatabasePool(path: scratch.file("dbwatch-\(observers).sqlite"))
-        defer { pool.close() }
+        defer { pool.syncClose() }
         try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
         }
 
@@ -449,7 +449,7 @@ func latency(_ sizes: Sizes) async throws -> [Sample] {
     }
 
     let pool = try DatabasePool(path: scratch.file("dbwatch.sqlite"))
-    defer { pool.close() }
+    defer { pool.syncClose() }
     try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)") }
     let probe = LatencyProbe()
     let consumer = Task {
@@ -544,7 +544,7 @@ func fanOut(_ sizes: Sizes) async throws -> [Sample] {
     }
 
     let pool = try DatabasePool(path: scratch.file("dbwatch.sqlite"))
-    defer { pool.close() }
+    defer { pool.syncClose() }
     try await pool.write { db in
         try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
         try db.execute(sql: fill)
@@ -676,7 +676,7 @@ func memory(_ sizes: Sizes) async throws -> [Sample] {
     defer { scratch.remove() }
     let count = sizes.memoryObservations
     let pool = try DatabasePool(path: scratch.file("dbwatch.sqlite"))
-    defer { pool.close() }
+    defer { pool.syncClose() }
     try await createOtherTable(pool, rows: count)
     // Warm the readers (statement caches, page cache) with a few observations
     // of the same query, then drop them.
@@ -795,7 +795,7 @@ func decoding(_ sizes: Sizes) async throws -> [Sample] {
     var configuration = Configuration()
     configuration.maximumReaderCount = 1
     let pool = try DatabasePool(path: path, configuration: configuration)
-    defer { pool.close() }
+    defer { pool.syncClose() }
 
     var bestRaw = Double.infinity
     var bestDBWatch = Double.infinity

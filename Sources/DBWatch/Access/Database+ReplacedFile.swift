@@ -52,33 +52,6 @@ extension Database {
         }
     }
 
-    /// The job of a `write`: `body` in one `BEGIN IMMEDIATE` transaction,
-    /// tracked for observations, and committed only while the file is
-    /// still at its path. Shared by ``DatabaseQueue`` and ``DatabasePool``.
-    func writeJob<T>(_ body: (Database) throws -> T) throws -> T {
-        try runWriteJob {
-            try reportingMovedFile {
-                try inTransaction(.immediate) {
-                    let value = try body(self)
-                    try refuseWritesToMovedFile()
-                    return value
-                }
-            }
-        }
-    }
-
-    /// The job of a `writeWithoutTransaction`: `body` tracked for
-    /// observations, run only while the file is still at its path, and
-    /// refused if it leaves a transaction open.
-    func writeJobWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
-        try runWriteJob {
-            try reportingMovedFile {
-                try refuseWritesToMovedFile()
-                return try refusingLeftoverTransaction { try body(self) }
-            }
-        }
-    }
-
     /// For a pool's reader just opened: throws ``DatabaseFileReplacedError``
     /// (after closing the connection) when its file is not `identity`, the
     /// file of the pool's writer: the path now names another file.

@@ -103,7 +103,7 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     deinit {
-        close()
+        syncClose()
     }
 
     /// On the writer connection; the readers keep reading meanwhile.
@@ -126,8 +126,9 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     /// Closes the readers, then the writer, which checkpoints and removes
-    /// the WAL file, as told on ``DatabaseWriter``.
-    public func close() {
+    /// the WAL file, blocking the calling thread: see
+    /// ``DatabaseWriter/syncClose()``.
+    public func syncClose() {
         externalChangeMonitor?.stop()
         let deadline = JobQueue.deadline(after: configuration.closeGracePeriod)
         // Readers first: the writer, closing last, checkpoints and removes the WAL file.
@@ -140,9 +141,10 @@ public final class DatabasePool: DatabaseWriter {
         observations.close()
     }
 
-    /// ``close()`` on a thread of its own, which the calling task awaits.
+    /// Closes as told on ``DatabaseWriter/close()``: ``syncClose()`` on a
+    /// thread of its own, which the calling task awaits.
     public func close() async {
-        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
+        await backgroundClose.run(name: "dbwatch.close") { [self] in syncClose() }
     }
 
     // MARK: - Observation

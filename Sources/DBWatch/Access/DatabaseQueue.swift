@@ -65,7 +65,7 @@ public final class DatabaseQueue: DatabaseWriter {
     }
 
     deinit {
-        close()
+        syncClose()
     }
 
     /// On the queue's connection; reads wait meanwhile.
@@ -86,8 +86,9 @@ public final class DatabaseQueue: DatabaseWriter {
         try await jobs.perform { db in try db.inReadOnlyTransaction { try body(db) } }
     }
 
-    /// Closes the queue's one connection, as told on ``DatabaseWriter``.
-    public func close() {
+    /// Closes the queue's one connection, blocking the calling thread: see
+    /// ``DatabaseWriter/syncClose()``.
+    public func syncClose() {
         externalChangeMonitor?.stop()
         // Queued jobs first: the refetches of commits made before the close
         // still deliver their values.
@@ -96,9 +97,10 @@ public final class DatabaseQueue: DatabaseWriter {
         observations.close()
     }
 
-    /// ``close()`` on a thread of its own, which the calling task awaits.
+    /// Closes as told on ``DatabaseWriter/close()``: ``syncClose()`` on a
+    /// thread of its own, which the calling task awaits.
     public func close() async {
-        await backgroundClose.run(name: "dbwatch.close") { [self] in close() }
+        await backgroundClose.run(name: "dbwatch.close") { [self] in syncClose() }
     }
 
     // MARK: - Observation

@@ -74,20 +74,29 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// ("database is closed"), and every observation ends: its last element
     /// is that error, after the values of commits made before the close
     /// whose refetches ended within the grace period. Releasing the last
-    /// reference closes too.
-    func close()
-
-    /// ``close()`` without blocking the calling task's thread: the close
-    /// runs on a thread of its own (one for all the callers closing at the
-    /// same time), and this returns when it is done. In an `async`
-    /// function, `database.close()` calls this one and needs `await`.
-    /// Cancelling the calling task does not shorten it.
+    /// reference closes too (as ``syncClose()``).
+    ///
+    /// The close runs on a thread of its own (one for all the callers
+    /// closing at the same time), so the calling task's thread is not held
+    /// for the grace period; this returns when it is done. Cancelling the
+    /// calling task does not shorten it.
     ///
     /// ```swift
     /// try await app.runService()   // the server stopped: its streams ended
     /// await database.close()
     /// ```
     func close() async
+
+    /// ``close()`` for code that cannot `await`: the same close, run on the
+    /// calling thread, which it blocks until the close is done (at most
+    /// ``Configuration/closeGracePeriod`` plus the time to close the
+    /// connections). Named like SwiftNIO's `syncShutdownGracefully()`: in
+    /// async code, use `await close()`, which holds no cooperative thread.
+    ///
+    /// ```swift
+    /// deinit { database.syncClose() }   // a class owning the database: no task to await in
+    /// ```
+    func syncClose()
 
     /// Observes `request`: its current value at once, then a new value after
     /// every commit that can change it. See ``QueryObservation``.

@@ -10,22 +10,23 @@ import Synchronization
 /// sanitizer sees them either way), and its timed wait takes a wall-clock
 /// `Date`, which a change of the system time would move (a close's deadline
 /// is on the monotonic clock). One lock guards all the state below,
-/// including the parts that other files act on: accesses enter through
-/// ``perform(claimingIdleConnection:_:)`` (JobQueue+Perform.swift), the
-/// idle worker's connection can be lent to a caller's thread
-/// (JobQueue+Claims.swift), and a Swift task can run on a worker's thread
-/// (JobQueue+HostedTasks.swift).
-final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex`
+/// and every field is private to this file, so that only code here can
+/// touch it. Other files act on the queue through its methods: accesses
+/// enter through ``perform(claimingIdleConnection:_:)``
+/// (JobQueue+Perform.swift), the idle worker's connection can be lent to a
+/// caller's thread (JobQueue+Claims.swift), and a Swift task can run on a
+/// worker's thread (JobQueue+HostedTasks.swift).
+final class JobQueue: @unchecked Sendable {  // every var is private and touched only with `mutex` held
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    let condition: UnsafeMutablePointer<pthread_cond_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
     /// The jobs waiting are `jobs[head...]`.
-    var jobs: [any ConnectionJob] = []
-    var head = 0
-    var isClosed = false
+    private var jobs: [any ConnectionJob] = []
+    private var head = 0
+    private var isClosed = false
     private var runningWorkers = 0
     private var workerThreads: [pthread_t] = []
     /// Workers blocked in `pthread_cond_wait`: a push signals only if one is.
-    var sleepingWorkers = 0
+    private var sleepingWorkers = 0
 
     // The claims of the idle connection (JobQueue+Claims.swift).
     /// Whether an idle connection may be claimed by a caller: set for
@@ -33,20 +34,20 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     /// transaction began.
     let allowsClaims: Bool
     /// The connection of the worker sleeping in `pop`, offered for claims.
-    var offeredDatabase: Database?
+    private var offeredDatabase: Database?
     /// A caller's thread is using the worker's connection: the worker waits.
-    var isClaimed = false
+    private var isClaimed = false
     /// The thread of that caller, so that a `close()` it makes does not wait for itself.
-    var claimingThread: pthread_t?
+    private var claimingThread: pthread_t?
 
     // The tasks hosted on the workers' threads (JobQueue+HostedTasks.swift).
     /// The Swift tasks running right now on this queue's threads (tasks that
     /// prefer its ``ConnectionExecutor``), each with its thread's connection.
     /// Only that thread uses the connection.
-    var hostedTasks: [(thread: pthread_t, database: Database)] = []
+    private var hostedTasks: [(thread: pthread_t, database: Database)] = []
     /// `hostedTasks.count`, read without the lock so that `perform` costs
     /// nothing more when no task is hosted.
-    let hostedTaskCount = Atomic<Int>(0)
+    private let hostedTaskCount = Atomic<Int>(0)
 
     /// Set when the grace period of a close ends (see
     /// ``waitForWorkersUnlessCalledFromOne(shuttingDownAt:)``): every
@@ -81,14 +82,14 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     }
 
     @inline(__always)
-    func locked<T>(_ body: () -> T) -> T {
+    private func locked<T>(_ body: () -> T) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return body()
     }
 
     /// Whether no job waits. Called with the lock held.
-    var hasNoQueuedJob: Bool { head == jobs.count }
+    private var hasNoQueuedJob: Bool { head == jobs.count }
 
     /// Adds a job. Returns `false` when the queue is closed.
     func push(_ job: any ConnectionJob) -> Bool {
@@ -185,6 +186,72 @@ final class JobQueue: @unchecked Sendable {  // every field is guarded by `mutex
     func connectionWillClose() {
         let current = pthread_self()
         locked { connections.removeAll { pthread_equal($0.thread, current) != 0 } }
+    }
+
+    // MARK: - Claims of the idle connection (used by JobQueue+Claims.swift)
+
+    /// The sleeping worker's connection, now reserved for the calling
+    /// thread, when no job waits, no claim is running and `isClaimable`
+    /// accepts it (a write claims only a connection whose commits never
+    /// wait); `nil` otherwise.
+    func claimIdleConnection(
+        if isClaimable: (Database) -> Bool = { $0.callerThreadAccess.commitsNeverWait }
+    ) -> Database? {
+        locked {
+            guard !isClaimed, !isClosed, hasNoQueuedJob, sleepingWorkers > 0, let offeredDatabase,
+                isClaimable(offeredDatabase)
+            else {
+                return nil
+            }
+            isClaimed = true
+            claimingThread = pthread_self()
+            return offeredDatabase
+        }
+    }
+
+    /// Ends a claim, and wakes the worker if jobs arrived meanwhile or the queue closed.
+    ///
+    /// A broadcast, not a signal: a `close()` may be waiting on the same
+    /// condition for the worker to exit, and a signal could wake it
+    /// instead of the worker, which would then sleep forever.
+    func releaseClaim() {
+        let wake = locked {
+            isClaimed = false
+            claimingThread = nil
+            return sleepingWorkers > 0 && (!hasNoQueuedJob || isClosed)
+        }
+        if wake { pthread_cond_broadcast(condition) }
+    }
+
+    // MARK: - Hosted tasks (used by JobQueue+HostedTasks.swift)
+
+    /// The calling worker thread, whose connection is `database`, starts
+    /// running a hosted task.
+    func hostedTaskWillRun(on database: Database) {
+        let thread = pthread_self()
+        locked { hostedTasks.append((thread, database)) }
+        hostedTaskCount.add(1, ordering: .relaxed)
+    }
+
+    /// The hosted task on the calling worker thread returned.
+    func hostedTaskDidRun() {
+        let thread = pthread_self()
+        hostedTaskCount.subtract(1, ordering: .relaxed)
+        locked { hostedTasks.removeAll { pthread_equal($0.thread, thread) != 0 } }
+    }
+
+    /// The connection of the task hosted on the calling thread, when no job
+    /// is waiting (an inline access must not overtake queued work) and the
+    /// queue is open (after `close()`, the job path reports the closed
+    /// database).
+    func inlineConnection() -> Database? {
+        // The count includes this thread's own increment if it hosts a task.
+        guard hostedTaskCount.load(ordering: .relaxed) > 0 else { return nil }
+        let thread = pthread_self()
+        return locked {
+            guard hasNoQueuedJob, !isClosed else { return nil }
+            return hostedTasks.first { pthread_equal($0.thread, thread) != 0 }?.database
+        }
     }
 
     // MARK: - Closing

@@ -33,13 +33,13 @@ import Synchronization
 /// fetch. ``values`` skips errors (a subscriber keeps the last good value
 /// while fetches fail); ``results`` delivers them.
 public final class LiveQuery<Request: Queryable>: Sendable {
-    private struct Subscriber {
+    struct Subscriber {
         let mailbox: ResultMailbox<Request.Value>
         /// A subscriber of ``results``: it receives errors too.
         let receivesErrors: Bool
     }
 
-    private struct State {
+    struct State {
         var request: Request
         /// The latest fetched value; `Request.defaultValue` before any.
         var value: Request.Value
@@ -73,7 +73,9 @@ public final class LiveQuery<Request: Queryable>: Sendable {
         var isWanted: Bool { !hasEnded && (runner != nil || !subscribers.isEmpty) }
     }
 
-    private let state: Locked<State>
+    /// Not private: tests read real state through it (`@testable`), such
+    /// as the `run()` calls waiting in ``State/waiters``.
+    let state: Locked<State>
     private let observe: @Sendable (Request) -> QueryObservation<Request>
     /// Whether two values are equal (never, when `Value` is not `Equatable`):
     /// an equal value is not delivered again, as in an observation.
@@ -384,9 +386,6 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// leaderboard.subscriberCount   // 0 until a loop iterates leaderboard.values
     /// ```
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
-    /// The number of `run()` calls running (for tests).
-    var runCount: Int { state.withLock { $0.waiters.count } }
 
     /// The values of a ``LiveQuery``: see ``LiveQuery/values``.
     ///

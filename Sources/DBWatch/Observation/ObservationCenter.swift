@@ -29,8 +29,11 @@ import Synchronization
 ///    the region it read; reports that region up (the center reindexes it
 ///    and tells whether a commit published since the batch's serial touched
 ///    it: then the driver fetches again); hands a result that differs from
-///    the last to each subscriber's mailbox, under its lock.
-/// 5. Mailbox (`ResultMailbox.swift`): keeps the latest result (latest
+///    the last to each subscriber's mailbox, under its lock. What to do
+///    next (fetch again, wait for the rate limit, stop) is decided by its
+///    state machine (`ObservationDriverStateMachine.swift`).
+/// 5. Mailbox (`ResultMailbox.swift`, its states in
+///    `ResultMailboxStateMachine.swift`): keeps the latest result (latest
 ///    wins) or wakes the consumer's suspended `next()`, once the driver's
 ///    lock is released.
 /// 6. Consumer (`QueryObservation.swift`): an iteration's `next()` returns
@@ -61,7 +64,7 @@ final class ObservationCenter: Sendable {
     private struct State {
         var commitSerial: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
-        var shared: [SharingKey: ObjectIdentifier] = [:]
+        var shared: [DriverSharingKey: ObjectIdentifier] = [:]
         var byTable: [TableName: TableObservers] = [:]
         /// The entries whose last fetch failed; usually none.
         var observingEverything: Set<ObjectIdentifier> = []
@@ -121,7 +124,7 @@ final class ObservationCenter: Sendable {
     /// A driver whose last subscriber just left is stopped but still
     /// registered for a moment: it is not shared any more, a new one
     /// replaces it under `key`.
-    func driver<D: ObservationDriving>(sharedAs key: SharingKey?, make: () -> D) -> (D, isNew: Bool) {
+    func driver<D: ObservationDriving>(sharedAs key: DriverSharingKey?, make: () -> D) -> (D, isNew: Bool) {
         let (driver, isNew, isClosed) = state.withLock { state in
             if let key, let id = state.shared[key], let existing = state.entries[id]?.driver as? D,
                 !existing.isStopped
@@ -331,11 +334,13 @@ final class ObservationCenter: Sendable {
         QueryObservation(request: request, options: options, center: self)
     }
 
-    /// The statistics of the running observation of `request`, or `nil`:
-    /// the driver's counters, and what only the center knows, the commits
-    /// it skipped and the region it is indexed under.
-    func statistics<R: Queryable>(for request: R) -> ObservationStatistics? {
-        let key = SharingKey(request)
+    /// The statistics of the running observation of `request` with
+    /// `options`, or `nil`: the driver's counters, and what only the center
+    /// knows, the commits it skipped and the region it is indexed under.
+    func statistics<R: Queryable>(
+        for request: R, options: ObservationOptions = ObservationOptions()
+    ) -> ObservationStatistics? {
+        let key = DriverSharingKey(request, options: options)
         let found = state.withLock { state -> (driver: any ObservationDriving, commits: Int, region: DatabaseRegion)? in
             guard let id = state.shared[key], let entry = state.entries[id] else { return nil }
             return (entry.driver, Int(state.commitSerial - entry.registeredAt), entry.region ?? DatabaseRegion())

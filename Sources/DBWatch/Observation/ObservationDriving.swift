@@ -24,7 +24,7 @@ protocol ObservationDriving: AnyObject, Sendable {
     /// ``SQLiteError/databaseClosed``.
     func endBecauseDatabaseClosed()
     /// The key the driver is shared under, if any.
-    var sharingKey: SharingKey? { get }
+    var sharingKey: DriverSharingKey? { get }
     /// Its last subscriber left: it takes no new one, and is being removed.
     var isStopped: Bool { get }
 }

@@ -21,7 +21,8 @@
 ///   "database is closed" (thrown, or a `.failure` in ``results``).
 ///
 /// Each iteration is one subscription; identical requests iterated at the
-/// same time share one fetch per change.
+/// same time with equal options (rate limit included) share one fetch per
+/// change.
 public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     /// The fetched value.
     ///
@@ -68,12 +69,12 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     func subscribe() -> Subscription {
-        let key = ObservationDriver.sharingKey(for: request, options: options)
+        let key = DriverSharingKey(request, options: options)
         while true {
             let (driver, isNew) = center.driver(sharedAs: key) {
                 ObservationDriver(request: request, options: options, center: center)
             }
-            let mailbox = ResultMailbox<Request.Value> { [driver] id in driver.remove(id) }
+            let mailbox = ResultMailbox<Request.Value>(owner: driver)
             // A driver stopping right now is skipped by the center next time.
             if driver.add(mailbox, startFetch: isNew) { return Subscription(mailbox: mailbox) }
         }

@@ -8,28 +8,28 @@ import Synchronization
 /// `QueryObservation.Subscription`, which finishes it when dropped), and so
 /// does each subscriber of a ``LiveQuery``. An ``ObservationDriver`` or a
 /// live query hands results in; the consumer takes them out with ``next()``.
+/// Its states and transitions are ``ResultMailboxStateMachine``; this class
+/// runs them under its lock and acts on them outside it.
 final class ResultMailbox<Value: Sendable>: Sendable {
-    private struct State {
-        var latest: Result<Value, any Error>?
-        /// The error that ends the subscription, kept behind a value still
-        /// waiting for the consumer (see ``hand(_:ending:)``).
-        var last: Result<Value, any Error>?
-        var waiter: CheckedContinuation<Result<Value, any Error>?, Never>?
-        var isFinished = false
-        /// The consumer gets what is waiting for it, then the end.
-        var isEnding = false
-        /// Whether this consumer has received a first value.
-        var hasReceived = false
+    private typealias Continuation = CheckedContinuation<Result<Value, any Error>?, Never>
+    private typealias StateMachine = ResultMailboxStateMachine<Value, Continuation>
+
+    private let state = Locked(StateMachine())
+    /// Told once when the consumer goes away (cancelled or finished).
+    private let owner: any ResultMailboxOwner
+
+    /// A mailbox whose `owner` (the driver that hands it results) is told
+    /// when its consumer goes away: no closure to allocate per subscription.
+    init(owner: some ResultMailboxOwner) {
+        self.owner = owner
     }
 
-    private let state = Locked(State())
-    /// Called once when the consumer goes away (cancelled or finished).
-    let onFinish: @Sendable (ObjectIdentifier) -> Void
-
-    init(onFinish: @escaping @Sendable (ObjectIdentifier) -> Void) {
-        self.onFinish = onFinish
+    /// A mailbox that calls `onFinish` once when its consumer goes away.
+    convenience init(onFinish: @escaping @Sendable (ObjectIdentifier) -> Void) {
+        self.init(owner: FinishCallback(onFinish))
     }
 
+    /// Whether this consumer has received a first result.
     var hasReceived: Bool { state.withLock { $0.hasReceived } }
 
     /// A consumer to wake with what it receives. Callers that hand results
@@ -58,16 +58,10 @@ final class ResultMailbox<Value: Sendable>: Sendable {
     func next() async -> Result<Value, any Error>? {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let immediate = state.withLock { state -> Result<Value, any Error>?? in
-                    if let latest = state.latest {
-                        state.latest = state.last.take()
-                        return .some(latest)
-                    }
-                    if state.isFinished || state.isEnding { return .some(nil) }
-                    state.waiter = continuation
-                    return nil
+                switch state.withLock({ $0.next(continuation) }) {
+                case .resume(let result): continuation.resume(returning: result)
+                case .suspend: break
                 }
-                if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
             finish()
@@ -90,42 +84,37 @@ final class ResultMailbox<Value: Sendable>: Sendable {
         hand(last, ending: true)
     }
 
-    /// Gives `result` to a waiting consumer, or keeps it as the latest
-    /// (latest wins); when `ending`, nothing follows it, and a final error
-    /// waits behind a value the consumer has not taken yet, so that at most
-    /// two results wait. A waiting consumer handed `nil` sees the end (and
-    /// its `next()` then finishes the subscription).
+    /// Runs ``ResultMailboxStateMachine/hand(_:ending:)``: returns the
+    /// consumer to wake, if it was suspended.
     private func hand(_ result: Result<Value, any Error>?, ending: Bool) -> Wakeup? {
-        state.withLock { state -> Wakeup? in
-            guard !state.isFinished, !state.isEnding else { return nil }
-            if ending { state.isEnding = true }
-            if result != nil { state.hasReceived = true }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return Wakeup(continuation: waiter, result: result)
-            }
-            guard let result else { return nil }
-            if ending, case .success = state.latest, case .failure = result {
-                state.last = result
-            } else {
-                state.latest = result
-            }
-            return nil
+        switch state.withLock({ $0.hand(result, ending: ending) }) {
+        case .none: nil
+        case .resume(let continuation, let result): Wakeup(continuation: continuation, result: result)
         }
     }
 
     /// Ends the subscription: a waiting consumer gets `nil`; the owner is told once.
     func finish() {
-        let (waiter, first) = state.withLock { state in
-            defer {
-                state.isFinished = true
-                state.waiter = nil
-                state.latest = nil
-                state.last = nil
-            }
-            return (state.waiter, !state.isFinished)
-        }
-        waiter?.resume(returning: nil)
-        if first { onFinish(ObjectIdentifier(self)) }
+        let action = state.withLock { $0.finish() }
+        action.waiter?.resume(returning: nil)
+        if action.isFirst { owner.remove(ObjectIdentifier(self)) }
     }
+}
+
+/// Whoever hands results to a ``ResultMailbox`` and must hear when its
+/// consumer goes away (an ``ObservationDriver``).
+protocol ResultMailboxOwner: AnyObject, Sendable {
+    /// The consumer of the mailbox `id` went away: hand it nothing more.
+    func remove(_ id: ObjectIdentifier)
+}
+
+/// A closure as the owner of a mailbox (a ``LiveQuery``'s subscribers, tests).
+private final class FinishCallback: ResultMailboxOwner {
+    let body: @Sendable (ObjectIdentifier) -> Void
+
+    init(_ body: @escaping @Sendable (ObjectIdentifier) -> Void) {
+        self.body = body
+    }
+
+    func remove(_ id: ObjectIdentifier) { body(id) }
 }

@@ -45,7 +45,6 @@ final class ExternalChangeMonitor: Sendable {
         /// Why the last check failed (the file overwritten with garbage,
         /// truncated, unreadable), until a check succeeds again.
         var checkFailure: String?
-        var externalCommits = 0
         var checks = 0
         var followSteps = 0
         var pollTask: Task<Void, Never>?
@@ -123,9 +122,6 @@ final class ExternalChangeMonitor: Sendable {
     deinit {
         stop()
     }
-
-    /// The number of external commits detected so far.
-    var externalCommitCount: Int { state.withLock { $0.externalCommits } }
 
     /// The number of checks run so far.
     var checkCount: Int { state.withLock { $0.checks } }
@@ -259,7 +255,6 @@ final class ExternalChangeMonitor: Sendable {
             if let version {
                 if let previous = state.dataVersion, previous != version {
                     committed = true
-                    state.externalCommits += 1
                 }
                 state.dataVersion = version
             }

@@ -76,7 +76,7 @@ struct DemoCommand: AsyncParsableCommand {
         FileSizeLimitSignal.reportAsWriteFailure()
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
         let database = try await prepareDatabase(seed: seed, interrupt: interrupt)
-        defer { database.close() }
+        defer { database.syncClose() }
         let source = db.map { "file " + CellText.sanitized(URL(fileURLWithPath: $0).lastPathComponent) }
         var screen = DemoScreen(source: source ?? "in memory", seed: seed)
         if let db {

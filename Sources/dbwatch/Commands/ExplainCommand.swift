@@ -41,7 +41,7 @@ struct ExplainCommand: AsyncParsableCommand {
     func run() async throws {
         let interrupt = InterruptSignal(exitStatus: .interrupted)
         let pool = try await DatabasePool.openForWatching(database, pollInterval: nil, interrupt: interrupt)
-        defer { pool.close() }
+        defer { pool.syncClose() }
         let query = limits.query(sql, arguments: arguments)
         let sql = self.sql
         let plan = self.plan

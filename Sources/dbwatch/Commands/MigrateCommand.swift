@@ -74,7 +74,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let shownPath = CellText.sanitized(database)
         if status || dryRun {
             let (queue, exists) = try openWithoutWriting()
-            defer { queue.close() }
+            defer { queue.syncClose() }
             if !exists { Output.standardOutput("\(shownPath) does not exist yet: nothing is applied.\n") }
             if status {
                 try await printStatus(of: queue, migrator: migrator)
@@ -85,7 +85,7 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         try DatabaseFile.checkNotDirectory(database)
         let queue = try DatabaseQueue(path: database, configuration: databaseConfiguration())
-        defer { queue.close() }
+        defer { queue.syncClose() }
         try await migrate(queue, migrator: migrator)
     }
 

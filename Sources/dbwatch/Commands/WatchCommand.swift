@@ -100,7 +100,7 @@ struct WatchCommand: AsyncParsableCommand {
 
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: sql.count, interrupt: interrupt)
-        defer { pool.close() }
+        defer { pool.syncClose() }
         let queries = sql.map { limits.query($0, arguments: arguments) }
         var session = WatchSession(printer: printer, queryCount: queries.count, limit: once ? nil : count, once: once)
         do {

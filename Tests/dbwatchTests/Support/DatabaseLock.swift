@@ -8,7 +8,7 @@ func withDatabaseLocked<T: Sendable>(
     _ path: String, by begin: String, _ body: () async throws -> T
 ) async throws -> T {
     let holder = try DatabaseQueue(path: path)
-    defer { holder.close() }
+    defer { holder.syncClose() }
     try await holder.write { db in try db.execute(sql: "CREATE TABLE existing (a)") }
     let (locked, lockedContinuation) = AsyncStream.makeStream(of: Void.self)
     let release = DispatchSemaphore(value: 0)
