@@ -133,6 +133,7 @@ public final class Database {
         sqlite3_extended_result_codes(handle, 1)
         installLockWaitHandler()
         installAuthorizer()
+        installProgressChecks()
         self.cancellation = cancellation
         self.shutdown = shutdown
         defer { self.cancellation = nil }

@@ -30,8 +30,7 @@ extension Database {
         }
         untrustedSQL.policy = policy
         untrustedSQL.deadline = nil
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_progress_handler(handle, UntrustedSQLPolicy.stepsBetweenChecks, untrustedProgressHandler, context)
+        installProgressChecks(every: UntrustedSQLPolicy.stepsBetweenChecks)
         // A negative value only reads the limit.
         let lengthLimit = sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, -1)
         if let maximum = policy.maximumValueLength {
@@ -51,7 +50,7 @@ extension Database {
         defer {
             untrustedSQL.policy = nil
             untrustedSQL.deadline = nil
-            sqlite3_progress_handler(handle, 0, nil, nil)
+            installProgressChecks()
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, lengthLimit)
             sqlite3_limit(handle, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, patternLimit)
             sqlite3_limit(handle, SQLITE_LIMIT_WORKER_THREADS, workerThreads)
@@ -175,7 +174,7 @@ extension Database {
     }
 
     /// Called every ``UntrustedSQLPolicy/stepsBetweenChecks`` virtual machine steps while under a policy.
-    fileprivate func untrustedProgress() -> Int32 {
+    func untrustedProgress() -> Int32 {
         guard let policy = untrustedSQL.policy else { return 0 }
         let now = ContinuousClock.now
         guard let deadline = untrustedSQL.deadline else {
@@ -213,11 +212,6 @@ extension Database {
             code: .interrupt, message: "the query ran longer than the time limit (\(policy.timeLimit)) and was stopped",
             sql: error.sql)
     }
-}
-
-private func untrustedProgressHandler(_ context: UnsafeMutableRawPointer?) -> Int32 {
-    guard let context else { return 0 }
-    return Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().untrustedProgress()
 }
 
 extension Database {
