@@ -167,7 +167,7 @@ struct PostgresServerTests {
 /// A socket listening on 127.0.0.1:`port`, which keeps any other program
 /// from listening there until it is closed.
 private func listen(onPort port: Int) throws -> Int32 {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")

@@ -10,7 +10,10 @@ import Foundation
 ///
 /// Tests run in parallel: a pipe created while another thread spawns a
 /// child would leak into that child and keep its reader from seeing the
-/// end. The pipes are made close-on-exec and spawned under one lock.
+/// end. The pipes are made close-on-exec and spawned under one lock, and
+/// the child closes every descriptor but its standard three (a test's
+/// socket inherited by another test's child stayed open after the test
+/// closed it, and its server never saw the client leave).
 enum Spawner {
     /// A plain lock: no Swift state is held across `posix_spawn`, whose
     /// vfork-style child the thread sanitizer cannot follow.
@@ -53,6 +56,10 @@ enum Spawner {
         }
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        // Nothing else of this process reaches the child: a socket that a
+        // test holds open (or closes to make a server see its client leave)
+        // must not stay open in another test's child.
+        _ = closeFrom?(&actions, 3)
         // Children start like from a shell: no blocked signal (a Dispatch
         // worker thread blocks most of them, and a child inherits the mask)
         // and the default action for the ones the tests send.
@@ -84,6 +91,16 @@ enum Spawner {
         let inputEnd: Int32? = if case .pipe = input { inputPipe[1] } else { nil }
         return (pid, output[0], error[0], inputEnd)
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later),
+    /// which Swift's Glibc module does not import; nil where it is missing.
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+
+    private static let closeFrom: CloseFrom? = {
+        let name = "posix_spawn_file_actions_addclosefrom_np"
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+        return unsafeBitCast(symbol, to: CloseFrom.self)
+    }()
 
     private static func closeAll(_ descriptors: [Int32]) {
         for descriptor in descriptors { close(descriptor) }

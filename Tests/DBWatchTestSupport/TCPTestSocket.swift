@@ -25,7 +25,7 @@ public final class TCPTestSocket: Sendable {
     /// Connects to 127.0.0.1:`port`; with `receiveBuffer`, a small receive
     /// buffer (set before connecting, so the window stays small).
     public init(port: Int, receiveBuffer: Int32? = nil) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TCPTestSocketError(what: "socket", code: errno) }
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
