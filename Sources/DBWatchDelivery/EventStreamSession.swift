@@ -10,8 +10,8 @@ import Logging
 /// case .refused(let answer): return response(answer)
 /// case .accepted(let stream):
 ///     return streamingResponse(headers: EventStreamSession.headers) { writer in
-///         // the framework calls stream.clientLeft() when the client goes away,
-///         // stream.shutDown() on graceful shutdown
+///         // the framework calls stream.clientLeft() when the client goes away; on its
+///         // graceful shutdown, live.endStreams() ends every stream (or stream.shutDown() this one)
 ///         try await stream.run { frame in try await writer.write(frame.wire(.serverSentEvents, makeBuffer)) }
 ///     }
 /// }
