@@ -51,7 +51,7 @@ extension LiveQueries {
     /// graceful shutdown and then calls ``endStreams()``, unless it runs
     /// already: an adapter calls this for each stream, from the stream's
     /// task, whose framework's shutdown the new task sees. One task for
-    /// every stream, instead of a registration per stream with the
+    /// all the streams, instead of a registration per stream with the
     /// framework's shutdown; ``shutDown()`` (or the end of the
     /// `LiveQueries`) cancels it.
     package func watchShutdown(_ start: () -> Task<Void, Never>) {

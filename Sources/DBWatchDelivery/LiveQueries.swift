@@ -117,6 +117,7 @@ public final class LiveQueries: Sendable {
         self.logger = logger
     }
 
+    /// Stops the task waiting for the server's graceful shutdown, if one runs.
     deinit {
         state.withLock { $0.shutdownWatch.take() }?.cancel()
     }
