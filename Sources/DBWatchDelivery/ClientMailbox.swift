@@ -9,7 +9,7 @@ import DBWatch
 /// blocked on a socket that takes nothing.
 package final class ClientMailbox: Sendable {
     package typealias Finish = ClientFinish
-    private typealias Machine = ClientMailboxStateMachine<CheckedContinuation<ClientWrite, Never>>
+    private typealias Machine = ClientMailboxStateMachine<UnsafeContinuation<ClientWrite, Never>>
 
     private let machine: Locked<Machine>
     /// The task running the write loop, while it runs: a kill cancels it to
@@ -82,60 +82,65 @@ package final class ClientMailbox: Sendable {
         }
     }
 
-    /// What to write next; waits for it.
-    private func next() async -> ClientWrite {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<ClientWrite, Never>) in
-                if let next = machine.withLock({ $0.next(continuation, now: .now) }) {
-                    continuation.resume(returning: next)
-                }
-            }
-        } onCancel: {
-            // The connection's task was cancelled (its client went away):
-            // the loop ends.
-            finish(.disconnected)
-        }
-    }
-
     /// Runs the write loop in the calling task until the stream ends:
     /// writes frames, keep-alives (``Frame/keepAlive``) and the final frame,
     /// if any, with `write`. Throws when the client must be disconnected
     /// (it went away, stalled, or a write failed).
+    ///
+    /// One flat loop: each connection's task keeps its suspended async
+    /// frames in its own allocator's slabs for as long as it lives, so the
+    /// loop waits in an `UnsafeContinuation` directly inside it, with one
+    /// cancellation handler installed around the whole loop (not one per
+    /// wait) and no closure around each write.
     package func run(
         counters: LiveQueriesCounters,
         write: (Frame) async throws -> Void
     ) async throws {
-        try await withUnsafeCurrentTask { task in
-            if let task { loopTask.withLock { $0 = RunningTask(task) } }
-            defer { loopTask.withLock { $0 = nil } }
+        if let task = withUnsafeCurrentTask(body: { $0.map(RunningTask.init) }) {
+            loopTask.withLock { $0 = task }
+        }
+        defer { loopTask.withLock { $0 = nil } }
+        try await withTaskCancellationHandler {
             while true {
-                switch await next() {
-                case .frame(let frame):
-                    try await writing { try await write(frame) }
-                    counters.sent(frame)
-                case .keepAlive:
-                    try await writing { try await write(.keepAlive) }
-                case .end(let final):
-                    if let final { try await writing { try await write(final) } }
+                let next = await withUnsafeContinuation { (continuation: UnsafeContinuation<ClientWrite, Never>) in
+                    if let next = machine.withLock({ $0.next(continuation, now: .now) }) {
+                        continuation.resume(returning: next)
+                    }
+                }
+                let frame: Frame?
+                switch next {
+                case .frame(let value): frame = value
+                case .keepAlive: frame = .keepAlive
+                case .end(let final): frame = final
+                }
+                if let frame {
+                    let killed = machine.withLock { machine in
+                        machine.writeStarted(now: .now)
+                        return machine.isKilled
+                    }
+                    defer { machine.withLock { $0.writeEnded(now: .now) } }
+                    if killed { throw CancellationError() }
+                    try await write(frame)
+                }
+                switch next {
+                case .frame(let frame): counters.sent(frame)
+                case .keepAlive: break
+                case .end:
                     if machine.withLock({ $0.isKilled }) { throw CancellationError() }
                     return
                 }
             }
+        } onCancel: {
+            // The connection's task was cancelled (its client went away, or
+            // a kill cancelled a blocked write): the loop ends.
+            finish(.disconnected)
         }
-    }
-
-    private func writing(_ write: () async throws -> Void) async throws {
-        machine.withLock { $0.writeStarted(now: .now) }
-        defer { machine.withLock { $0.writeEnded(now: .now) } }
-        if machine.withLock({ $0.isKilled }) { throw CancellationError() }
-        try await write()
     }
 }
 
 /// The task of a running write loop, to cancel from another thread.
 private struct RunningTask: @unchecked Sendable {
-    // @unchecked: cancelled only while the loop that stored it runs (it is
-    // removed under the same lock before the loop returns); cancel is thread-safe.
+    // @unchecked: cancelled only while its loop runs in that task (cleared before run returns); cancel is thread-safe.
     let task: UnsafeCurrentTask
 
     init(_ task: UnsafeCurrentTask) {

@@ -10,8 +10,8 @@ import Logging
 /// case .refused(let answer): return response(answer)
 /// case .accepted(let stream):
 ///     return streamingResponse(headers: EventStreamSession.headers) { writer in
-///         // the framework calls stream.clientLeft() when the client goes away,
-///         // stream.shutDown() on graceful shutdown
+///         // the framework calls stream.clientLeft() when the client goes away; on its
+///         // graceful shutdown, live.endStreams() ends every stream (or stream.shutDown() this one)
 ///         try await stream.run { frame in try await writer.write(frame.wire(.serverSentEvents, makeBuffer)) }
 ///     }
 /// }
@@ -40,31 +40,56 @@ package struct EventStreamSession<Request: Queryable>: Sendable {
     /// Runs the stream until it ends: the current value at once, then each
     /// new one; throws when the client must be disconnected (it went away,
     /// stalled, or a write failed).
+    ///
+    /// Only the wait and the writes are async here: what comes before and
+    /// after runs in ``start()`` and ``end(_:error:)``, which are not
+    /// inlined, so that this function's async frame, which the connection's
+    /// task keeps for as long as the stream lasts, holds a few references
+    /// (1,424 bytes when the logging and the subscription were inlined here).
     package func run(write: (Frame) async throws -> Void) async throws {
-        guard live.register(client) else {
+        guard let observation = start() else {
             try await write(.end(.shutdown))
             return
         }
-        defer { live.unregister(client) }
-        let observation: SharedObservation?
-        do {
-            observation = try live.subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
-            logger.debug("Live query client connected", metadata: ["request": "\(request)"])
-        } catch {
-            // Refused after the 200 went out (the cap filled in between): the error, then the end.
-            observation = nil
-            client.offer(.error(ErrorBody(error)))
-            client.finish(.refused)
-        }
-        defer { if let observation { live.unsubscribe(client, from: observation) } }
         do {
             try await client.run(counters: live.counters, write: write)
         } catch {
-            let reason = client.finishReason.map { "\($0)" } ?? "\(error)"
-            logger.debug("Live query client gone", metadata: ["request": "\(request)", "reason": "\(reason)"])
+            end(observation, error: error)
             throw error
         }
-        logger.debug("Live query stream ended", metadata: ["request": "\(request)"])
+        end(observation, error: nil)
+    }
+
+    /// Registers and subscribes the client; nil when the server shuts down
+    /// (the stream is then its final event alone). A subscription refused
+    /// after the 200 went out (the cap filled in between) leaves the error,
+    /// then the end, to write.
+    @inline(never)
+    private func start() -> SharedObservation?? {
+        guard live.register(client) else { return nil }
+        do {
+            let observation = try live.subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
+            logger.debug("Live query client connected", metadata: ["request": "\(request)"])
+            return .some(observation)
+        } catch {
+            client.offer(.error(ErrorBody(error)))
+            client.finish(.refused)
+            return .some(nil)
+        }
+    }
+
+    /// Unsubscribes and unregisters the client once its loop ended, with
+    /// `error` when it must be disconnected.
+    @inline(never)
+    private func end(_ observation: SharedObservation?, error: (any Error)?) {
+        if let error {
+            let reason = client.finishReason.map { "\($0)" } ?? "\(error)"
+            logger.debug("Live query client gone", metadata: ["request": "\(request)", "reason": "\(reason)"])
+        } else {
+            logger.debug("Live query stream ended", metadata: ["request": "\(request)"])
+        }
+        if let observation { live.unsubscribe(client, from: observation) }
+        live.unregister(client)
     }
 
     /// The client went away (the framework saw its connection close): the

@@ -34,12 +34,40 @@ extension LiveQueries {
         for client in clients { client.finish(.shutdown) }
     }
 
+    /// The server's graceful shutdown, once for all streams: every stream
+    /// ends with its final `end` event, and so does at once every stream
+    /// that starts later (its final event alone); new requests are still
+    /// answered. Called by the task of ``watchShutdown(_:)``, before the
+    /// server waits for its open connections.
+    package func endStreams() {
+        let clients = state.withLock { state in
+            state.streamsEnded = true
+            return Array(state.clients.values)
+        }
+        for client in clients { client.finish(.shutdown) }
+    }
+
+    /// Starts, with `start`, the one task that waits for the server's
+    /// graceful shutdown and then calls ``endStreams()``, unless it runs
+    /// already: an adapter calls this for each stream, from the stream's
+    /// task, whose framework's shutdown the new task sees. One task for
+    /// all the streams, instead of a registration per stream with the
+    /// framework's shutdown; ``shutDown()`` (or the end of the
+    /// `LiveQueries`) cancels it.
+    package func watchShutdown(_ start: () -> Task<Void, Never>) {
+        state.withLock { state in
+            guard state.shutdownWatch == nil, state.phase == .running, !state.streamsEnded else { return }
+            state.shutdownWatch = start()
+        }
+    }
+
     /// Graceful shutdown: ends every stream with a final event, gives writes
     /// in progress ``LiveQueriesConfiguration/shutdownWriteGrace``, kills the
     /// clients left, stops the observations, and closes the database unless
     /// the configuration says not to.
     package func shutDown() async {
         beginShutdown()
+        state.withLock { $0.shutdownWatch.take() }?.cancel()
         let observations = state.withLock { Array($0.observations.values) }
         // Streams blocked on a client that does not read get the grace period.
         let deadline = ContinuousClock.now + configuration.shutdownWriteGrace

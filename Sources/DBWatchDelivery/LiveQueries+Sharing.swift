@@ -66,10 +66,11 @@ extension LiveQueries {
         task?.cancel()
     }
 
-    /// Counts a client in, unless the server shuts down.
+    /// Counts a client in, unless the server shuts down (its stream is then
+    /// the final `end` event alone).
     func register(_ client: ClientMailbox) -> Bool {
         let registered = state.withLock { state in
-            guard state.phase == .running else { return false }
+            guard state.phase == .running, !state.streamsEnded else { return false }
             state.clients[ObjectIdentifier(client)] = client
             return true
         }

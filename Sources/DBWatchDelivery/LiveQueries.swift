@@ -65,6 +65,12 @@ public final class LiveQueries: Sendable {
         var clients: [ObjectIdentifier: ClientMailbox] = [:]
         var databaseClosed = false
         var databaseReplaced = false
+        /// The server's graceful shutdown began (``endStreams()``): every
+        /// stream, also one that starts now, is its final event alone.
+        var streamsEnded = false
+        /// The one task that waits for the server's graceful shutdown
+        /// (``watchShutdown(_:)``), until ``shutDown()`` or deinit.
+        var shutdownWatch: Task<Void, Never>?
     }
 
     /// The database served.
@@ -109,6 +115,11 @@ public final class LiveQueries: Sendable {
         self.database = database
         self.configuration = configuration
         self.logger = logger
+    }
+
+    /// Stops the task waiting for the server's graceful shutdown, if one runs.
+    deinit {
+        state.withLock { $0.shutdownWatch.take() }?.cancel()
     }
 
     /// The counters: clients connected, values sent, fetches.

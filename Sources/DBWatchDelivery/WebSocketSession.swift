@@ -81,25 +81,37 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
 
     /// Runs the connection's writes until it ends; returns when the client
     /// left, throws when a write failed.
+    ///
+    /// Only the wait and the writes are async here (see
+    /// ``EventStreamSession``'s `run`): the registration and the cleanup are
+    /// in functions that are not inlined, so that the async frame the
+    /// connection's task keeps is a few references.
     package func run(write: (Frame) async throws -> Void) async throws {
         guard live.register(client) else {
             try await write(.end(.shutdown))
             return
         }
-        defer {
-            live.unregister(client)
-            let last = subscription.withLock { subscription -> SharedObservation? in
-                defer { subscription = .closed }
-                if case .open(let current) = subscription { return current }
-                return nil
-            }
-            if let last { live.unsubscribe(client, from: last) }
-        }
         do {
             try await client.run(counters: live.counters, write: write)
         } catch  where client.finishReason == .disconnected {
             // The client closed the connection: not an error of the handler.
+        } catch {
+            end()
+            throw error
         }
+        end()
+    }
+
+    /// Unregisters the client and leaves its subscription, once its loop ended.
+    @inline(never)
+    private func end() {
+        live.unregister(client)
+        let last = subscription.withLock { subscription -> SharedObservation? in
+            defer { subscription = .closed }
+            if case .open(let current) = subscription { return current }
+            return nil
+        }
+        if let last { live.unsubscribe(client, from: last) }
     }
 
     /// The client's side ended (it closed the connection).

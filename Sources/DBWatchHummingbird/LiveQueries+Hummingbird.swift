@@ -24,8 +24,9 @@ import ServiceLifecycle
 /// Shutdown order. Hummingbird's `Application` shuts its services down in
 /// reverse order: the HTTP server first, then the services listed in
 /// `services:`. On graceful shutdown each stream ends at once with a final
-/// `event: end` (its connection task sees the shutdown), so the server does
-/// not wait for open streams; then ``run()`` ends the streams that remain,
+/// `event: end` (a task that the first stream starts sees the server's
+/// shutdown and ends them all), so the server does not wait for open
+/// streams; then ``run()`` ends the streams that remain,
 /// stops the observations and closes the database (see
 /// `LiveQueriesConfiguration.closesDatabaseOnShutdown`). Keep-alives and
 /// stall detection run in ``run()``: without it, streams still work but get

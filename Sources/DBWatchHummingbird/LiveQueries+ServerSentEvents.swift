@@ -84,20 +84,33 @@ extension LiveQueries {
         case .refused(let answer): return Response(answer)
         case .accepted(let accepted): stream = accepted
         }
+        // The server's graceful shutdown ends every stream through one task
+        // of the LiveQueries, not a registration per stream (whose async
+        // frame each connection's task would keep).
+        watchServerShutdown()
         return Response(
             status: .ok, headers: HTTPFields(EventStreamSession<R>.headers),
             body: ResponseBody { writer in
                 try await httpRequest.body.consumeWithInboundCloseHandler { _ in
-                    try await withGracefulShutdownHandler {
-                        try await stream.run { frame in try await writer.write(frame.byteBuffer(.serverSentEvents)) }
-                    } onGracefulShutdown: {
-                        stream.shutDown()
-                    }
+                    try await stream.run { frame in try await writer.write(frame.byteBuffer(.serverSentEvents)) }
                 } onInboundClosed: {
                     stream.clientLeft()
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// Starts, once, the task that waits for the graceful shutdown of the
+    /// server whose request task calls this (ServiceLifecycle's, which the
+    /// new task inherits) and then ends every stream with its final event
+    /// (`endStreams()`), before the server waits for its connections.
+    func watchServerShutdown() {
+        watchShutdown {
+            Task { [weak self] in
+                do { try await gracefulShutdown() } catch { return }
+                self?.endStreams()
+            }
+        }
     }
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!

@@ -119,12 +119,11 @@ extension LiveQueries {
                     }
                 }
             }
-            try await withGracefulShutdownHandler {
-                try await session.run { frame in
-                    try await outbound.withTextMessageWriter { write in try await write(frame.byteBuffer(.webSocket)) }
-                }
-            } onGracefulShutdown: {
-                session.shutDown()
+            // Graceful shutdown: one task of the LiveQueries ends every
+            // connection with its final message (see `events`).
+            watchServerShutdown()
+            try await session.run { frame in
+                try await outbound.withTextMessageWriter { write in try await write(frame.byteBuffer(.webSocket)) }
             }
             group.cancelAll()
         }
