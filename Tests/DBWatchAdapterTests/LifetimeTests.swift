@@ -221,7 +221,7 @@ struct LifetimeTests {
         try await withTimeout {
             try await adapter.withServer(configuration: configuration) { server in
                 let stuck = try TCPTestSocket(port: server.port, receiveBuffer: 4096)
-                try stuck.openWebSocket("/big/socket", sending: #"{"limit":1}"#)
+                try await stuck.openWebSocket("/big/socket", sending: #"{"limit":1}"#)
                 try await waitUntil { server.live.statistics.observations == 1 }
                 // Large values until a write waits on the full socket and
                 // the client is disconnected for making no progress: the

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -5,8 +7,11 @@
 extension TCPTestSocket {
     /// Opens a WebSocket on `path` (reads the server's `101` head, as a
     /// client must before it sends a frame) and sends `message` as one
-    /// masked text frame, then reads nothing: a stuck client.
-    public func openWebSocket(_ path: String, sending message: String) throws {
+    /// masked text frame, then reads nothing: a stuck client. The blocking
+    /// read of the head runs on a thread of its own, so it holds no thread
+    /// of the cooperative pool (the server may need one to answer), and
+    /// waits at most `seconds`.
+    public func openWebSocket(_ path: String, sending message: String, seconds: Int = 20) async throws {
         let head =
             "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -16,12 +21,19 @@ extension TCPTestSocket {
         var frame: [UInt8] = [0x81, 0x80 | UInt8(payload.count)] + mask
         for (index, byte) in payload.enumerated() { frame.append(byte ^ mask[index % 4]) }
         try send(Array(head.utf8))
-        try readHead()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread { [self] in
+                continuation.resume(with: Result { try readHead(seconds: seconds) })
+            }.start()
+        }
         try send(frame)
     }
 
-    /// Reads up to the end of a response head, a byte at a time.
-    private func readHead() throws {
+    /// Reads up to the end of a response head, a byte at a time, each read
+    /// waiting at most `seconds`.
+    private func readHead(seconds: Int) throws {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var byte: UInt8 = 0
         while !received.suffix(4).elementsEqual(Array("\r\n\r\n".utf8)) {
