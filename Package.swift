@@ -198,15 +198,23 @@ let package = Package(
             path: "Tests/DBWatchTestSupport"
         ),
         // Test support of the server adapters' tests (Hummingbird, Vapor):
-        // the test requests and schema, an SSE client over AsyncHTTPClient,
-        // a client that reads nothing, a log recorder.
+        // the test requests and schema, a running server of each adapter
+        // with the same routes (`AdapterServer`; Vapor's with the trait
+        // Vapor only), requests over AsyncHTTPClient, a log recorder.
         .target(
             name: "DBWatchServerTestSupport",
             dependencies: [
                 "DBWatch",
                 "DBWatchDelivery",
+                "DBWatchHummingbird",
+                "DBWatchVapor",
                 "DBWatchTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
+                .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/DBWatchServerTestSupport"
@@ -238,6 +246,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: hummingbird),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The behaviour every server adapter shares, one suite run against
+        // each adapter of the build (`Adapter.available`: Hummingbird, and
+        // Vapor with the trait Vapor).
+        .testTarget(
+            name: "DBWatchAdapterTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchDelivery",
+                "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: server),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

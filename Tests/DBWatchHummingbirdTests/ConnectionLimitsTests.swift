@@ -12,7 +12,7 @@ struct ConnectionLimitsTests {
         var limits = ConnectionLimits()
         limits.requestHeadTimeout = .seconds(1)
         try await withTimeout { [limits] in
-            try await LiveServer.with(limits: limits) { server in
+            try await HummingbirdServer.with(limits: limits) { server in
                 let slow = try TCPTestSocket(port: server.port)
                 try slow.send("GET /top HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
                 // One byte every 100 ms, 300 of them: never a whole head, and
@@ -33,7 +33,7 @@ struct ConnectionLimitsTests {
         var limits = ConnectionLimits()
         limits.requestHeadTimeout = .milliseconds(300)
         try await withTimeout { [limits] in
-            try await LiveServer.with(limits: limits) { server in
+            try await HummingbirdServer.with(limits: limits) { server in
                 let stream = try await EventStream.open("\(server.baseURL)/top/events?limit=1")
                 _ = try await stream.nextEvent()
                 // Five times the timeout without a byte from the client (the
@@ -53,7 +53,7 @@ struct ConnectionLimitsTests {
         var configuration = testConfiguration()
         configuration.stalledClientTimeout = .seconds(1)
         try await withTimeout { [configuration, limits] in
-            try await LiveServer.with(configuration: configuration, limits: limits) { server in
+            try await HummingbirdServer.with(configuration: configuration, limits: limits) { server in
                 let clients = try (0..<20).map { _ in try TCPTestSocket(port: server.port, receiveBuffer: 4096) }
                 for client in clients {
                     try client.send("GET /top/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
@@ -90,7 +90,7 @@ struct ConnectionLimitsTests {
         var limits = ConnectionLimits()
         limits.requestHeadTimeout = .seconds(60)
         try await withTimeout { [limits] in
-            try await LiveServer.with(limits: limits, maxConnections: 2) { server in
+            try await HummingbirdServer.with(limits: limits, maxConnections: 2) { server in
                 // Two kept-alive connections, each answered once: both accepted.
                 var held: [TCPTestSocket] = []
                 for _ in 0..<2 {

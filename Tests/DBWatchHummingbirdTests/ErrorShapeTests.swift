@@ -5,24 +5,17 @@ import DBWatchTestSupport
 import Foundation
 import Testing
 
-/// One server, one JSON shape of errors: thrown `LiveQueryError`s, and with
-/// `LiveQueriesErrorMiddleware`, Hummingbird's errors and any other.
+/// One server, one JSON shape of errors: with `LiveQueriesErrorMiddleware`,
+/// Hummingbird's errors and any other (a thrown `LiveQueryError`, on every
+/// adapter, is `DBWatchAdapterTests.OneShotTests`).
 @Suite("Error answers in one JSON shape")
 struct ErrorShapeTests {
-    @Test func aLiveQueryErrorThrownFromARouteIsAnsweredInTheOneShape() async throws {
-        try await withTimeout {
-            try await LiveServer.with { server in
-                let answer = try await fetch("\(server.baseURL)/refused")
-                #expect(answer.status == 403)
-                #expect(answer.headers["content-type"] == "application/json; charset=utf-8")
-                #expect(answer.body == #"{"message":"these are not your todos"}"#)
-            }
-        }
-    }
-
+    /// Behind the middleware, an `HTTPError` keeps its status, message and
+    /// fields, a SQLite error gets its status and code, and any other error
+    /// is a 500 whose text stays in the log.
     @Test func theMiddlewareAnswersHummingbirdsErrorsWithTheirStatusAndFields() async throws {
         try await withTimeout {
-            try await LiveServer.with { server in
+            try await HummingbirdServer.with { server in
                 let missing = try await fetch("\(server.baseURL)/errors/missing")
                 #expect(missing.status == 404)
                 #expect(missing.body == #"{"message":"no such player"}"#)

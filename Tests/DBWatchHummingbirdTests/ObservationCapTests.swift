@@ -6,6 +6,14 @@ import Testing
 
 @testable import DBWatchHummingbird
 
+/// A message from the server on a WebSocket.
+private struct SocketMessage: Decodable {
+    var type: String
+    var value: [Player]?
+    var error: ErrorJSON?
+    var reason: String?
+}
+
 @Suite("The cap on shared observations")
 struct ObservationCapTests {
     /// The test configuration with at most `max` shared observations.
@@ -18,7 +26,7 @@ struct ObservationCapTests {
 
     @Test func aNewDistinctStreamPastTheCapIsA503WithRetryAfterAndOpenStreamsGoOn() async throws {
         try await withTimeout {
-            try await LiveServer.with(configuration: capped(2)) { server in
+            try await HummingbirdServer.with(configuration: capped(2)) { server in
                 let one = try await EventStream.open("\(server.baseURL)/top/events?limit=1")
                 _ = try await one.nextEvent()
                 let two = try await EventStream.open("\(server.baseURL)/top/events?limit=2")
@@ -57,7 +65,7 @@ struct ObservationCapTests {
 
     @Test func nothingLeaksWhenStreamsEndAndTheCapFreesUp() async throws {
         try await withTimeout {
-            try await LiveServer.with(configuration: capped(2)) { server in
+            try await HummingbirdServer.with(configuration: capped(2)) { server in
                 let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
                 let readers = (1...2).map { limit in
                     Task {
@@ -87,7 +95,7 @@ struct ObservationCapTests {
 
     @Test func aWebSocketRequestPastTheCapIsAnErrorMessageAndTheConnectionStaysOpen() async throws {
         try await withTimeout {
-            try await LiveServer.with(configuration: capped(1)) { server in
+            try await HummingbirdServer.with(configuration: capped(1)) { server in
                 let held = try await EventStream.open("\(server.baseURL)/top/events?limit=1")
                 _ = try await held.nextEvent()
                 try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
@@ -110,7 +118,7 @@ struct ObservationCapTests {
 
     @Test func aWebSocketAloneOnItsObservationMaySwitchRequestsAtTheCap() async throws {
         try await withTimeout {
-            try await LiveServer.with(configuration: capped(1)) { server in
+            try await HummingbirdServer.with(configuration: capped(1)) { server in
                 try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
                     func next() async throws -> SocketMessage { try await socket.next(SocketMessage.self) }
                     try await socket.send(#"{"limit":1}"#)

@@ -6,46 +6,16 @@ import Foundation
 import Hummingbird
 import Testing
 
-@Suite("One-shot answers and status codes")
+/// The statuses `errorResponse(_:logger:)` gives each kind of error (the
+/// answers on a live server, shared with Vapor's adapter, are
+/// `DBWatchAdapterTests.OneShotTests`).
+@Suite("Hummingbird: the status of each error answer")
 struct OneShotTests {
-    @Test func currentValueAsJSON() async throws {
-        try await withTimeout {
-            try await LiveServer.with { server in
-                let answer = try await fetch("\(server.baseURL)/top?limit=1")
-                #expect(answer.status == 200)
-                #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true)
-                let players = try JSONDecoder().decode([Player].self, from: Data(answer.body.utf8))
-                #expect(players == [Player(name: "arthur", score: 100)])
-                #expect(server.database.observationCount == 0)
-            }
-        }
-    }
-
-    @Test func badParametersAre400WithAJSONBody() async throws {
-        try await withTimeout {
-            try await LiveServer.with { server in
-                let answer = try await fetch("\(server.baseURL)/top?limit=-1")
-                #expect(answer.status == 400)
-                let body = try JSONDecoder().decode(ErrorJSON.self, from: Data(answer.body.utf8))
-                #expect(body == ErrorJSON(message: "limit must not be negative", code: nil))
-            }
-        }
-    }
-
-    @Test func constraintIs409WithTheSQLiteCode() async throws {
-        try await withTimeout {
-            try await LiveServer.with { server in
-                let answer = try await fetch("\(server.baseURL)/players/arthur/1", method: "POST")
-                #expect(answer.status == 409)
-                let body = try JSONDecoder().decode(ErrorJSON.self, from: Data(answer.body.utf8))
-                #expect(body.code == ResultCode.constraintPrimaryKey.rawValue)
-            }
-        }
-    }
-
+    /// Busy and locked databases are 503 with `Retry-After`, a full disk
+    /// 507, shutdown 503, corruption 500, a datatype mismatch 400.
     @Test func errorStatuses() async throws {
         try await withTimeout {
-            try await LiveServer.with { server in
+            try await HummingbirdServer.with { server in
                 let logger = server.live.logger
                 let busy = server.live.errorResponse(
                     SQLiteError(code: .busy, message: "database is locked"), logger: logger)

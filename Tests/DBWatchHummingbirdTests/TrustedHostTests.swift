@@ -17,7 +17,7 @@ struct TrustedHostTests {
 
     @Test func aForeignHostReadsNothingAndRunsNoQuery() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: []) { server in
+            try await HummingbirdServer.with(trustedHosts: []) { server in
                 for path in ["/top?limit=5", "/top/events?limit=5", "/nowhere"] {
                     let answer = try await rawHTTPExchange(
                         port: server.port, get(path, host: "evil.example:\(server.port)"))
@@ -35,7 +35,7 @@ struct TrustedHostTests {
 
     @Test func theNamesOfThisMachineAndAllowedNamesAreServed() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: ["dashboard.internal", ".corp.example"]) { server in
+            try await HummingbirdServer.with(trustedHosts: ["dashboard.internal", ".corp.example"]) { server in
                 let port = server.port
                 for host in [
                     "127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST.", "[::1]:\(port)", "app.localhost",
@@ -57,7 +57,7 @@ struct TrustedHostTests {
 
     @Test func aRequestWithoutOneHostIsABadRequest() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: []) { server in
+            try await HummingbirdServer.with(trustedHosts: []) { server in
                 let none = try await rawHTTPExchange(port: server.port, get("/top", host: nil))
                 #expect(none.status == 400)
                 let two = try await rawHTTPExchange(
@@ -70,7 +70,7 @@ struct TrustedHostTests {
 
     @Test func aWebSocketFromAForeignPageIsRefused() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: []) { server in
+            try await HummingbirdServer.with(trustedHosts: []) { server in
                 func upgrade(origin: String?) -> String {
                     let originLine = origin.map { "Origin: \($0)\r\n" } ?? ""
                     return "GET /top/socket HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\(originLine)"
@@ -101,7 +101,7 @@ struct TrustedHostTests {
 
     @Test func oddHeadersAreRefusedWithoutStoppingTheServer() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: []) { server in
+            try await HummingbirdServer.with(trustedHosts: []) { server in
                 let port = server.port
                 func request(_ method: String, _ headers: String, body: String = "") -> String {
                     "\(method) /players/eve/5 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(headers)"
@@ -144,7 +144,7 @@ struct TrustedHostTests {
 
     @Test func aCrossSiteWriteIsRefusedBeforeTheRouteRuns() async throws {
         try await withTimeout {
-            try await LiveServer.with(trustedHosts: []) { server in
+            try await HummingbirdServer.with(trustedHosts: []) { server in
                 let port = server.port
                 func post(_ name: String, headers: String, body: String) -> String {
                     "POST /players/\(name)/5 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(headers)"

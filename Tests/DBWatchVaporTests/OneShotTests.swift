@@ -7,46 +7,15 @@
     import Testing
     import Vapor
 
-    @Suite("Vapor: one-shot answers and the one JSON error shape")
+    /// Vapor's own errors and the status of each error answer (the answers
+    /// shared with Hummingbird's adapter are `DBWatchAdapterTests.OneShotTests`).
+    @Suite("Vapor: its own errors and the status of each error answer")
     struct OneShotTests {
-        @Test func currentValueAsJSON() async throws {
-            try await withTimeout {
-                try await LiveServer.with { server in
-                    let answer = try await fetch("\(server.baseURL)/top?limit=1")
-                    #expect(answer.status == 200)
-                    #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true)
-                    let players = try JSONDecoder().decode([Player].self, from: Data(answer.body.utf8))
-                    #expect(players == [Player(name: "arthur", score: 100)])
-                    #expect(server.database.observationCount == 0)
-                }
-            }
-        }
-
-        @Test func aThrownLiveQueryErrorIsItsStatusWithAJSONBody() async throws {
-            try await withTimeout {
-                try await LiveServer.with { server in
-                    let answer = try await fetch("\(server.baseURL)/top?limit=-1")
-                    #expect(answer.status == 400)
-                    #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true)
-                    #expect(answer.body == #"{"message":"limit must not be negative"}"#)
-                }
-            }
-        }
-
-        @Test func aThrownConstraintErrorIs409WithTheSQLiteCode() async throws {
-            try await withTimeout {
-                try await LiveServer.with { server in
-                    let answer = try await fetch("\(server.baseURL)/players/arthur/1", method: "POST")
-                    #expect(answer.status == 409)
-                    let body = try JSONDecoder().decode(ErrorJSON.self, from: Data(answer.body.utf8))
-                    #expect(body.code == ResultCode.constraintPrimaryKey.rawValue)
-                }
-            }
-        }
-
+        /// Vapor's own refusals (no route: 404; a route parameter that is
+        /// not a number: 422) take the one JSON shape, without a code.
         @Test func vaporsOwnErrorsTakeTheOneShape() async throws {
             try await withTimeout {
-                try await LiveServer.with { server in
+                try await VaporServer.with { server in
                     let missing = try await fetch("\(server.baseURL)/nowhere")
                     #expect(missing.status == 404)
                     #expect(missing.body == #"{"message":"Not Found"}"#)
@@ -58,6 +27,10 @@
             }
         }
 
+        /// Busy and locked databases are 503 with `Retry-After`, a full disk
+        /// 507, shutdown 503, refusals their status, corruption 500, a
+        /// datatype mismatch 400, an `Abort` its status and fields, any
+        /// other error a 500 whose text stays in the log.
         @Test func errorStatuses() async throws {
             let live = LiveQueries(try DatabaseQueue())
             let app = try await Application.make(.testing)
@@ -86,6 +59,8 @@
             await live.database.close()
         }
 
+        /// A `LiveQueryError` is an `AbortError` with its status and message,
+        /// for Vapor's own error middleware.
         @Test func aLiveQueryErrorKeepsItsStatusUnderVaporsErrorMiddleware() {
             let error: any AbortError = LiveQueryError.forbidden("these are not your todos")
             #expect(error.status == .forbidden)

@@ -1,48 +1,26 @@
 #if Vapor
     import DBWatch
-    import DBWatchServerTestSupport
     import DBWatchTestSupport
     import DBWatchVapor
     import Logging
     import Synchronization
     import Vapor
 
-    /// Delivery settings short enough for tests.
-    func testConfiguration() -> LiveQueriesConfiguration {
-        var configuration = LiveQueriesConfiguration()
-        configuration.keepAliveInterval = .seconds(30)
-        configuration.stalledClientTimeout = .seconds(30)
-        configuration.shutdownWriteGrace = .milliseconds(500)
-        return configuration
-    }
-
     /// A running Vapor application on 127.0.0.1 with an ephemeral port,
     /// started and stopped as a Vapor app's `main` does (`startup()` runs the
     /// `serve` command, then `running.stop()` as on SIGTERM, then
-    /// `asyncShutdown()`), serving the test requests:
+    /// `asyncShutdown()`), serving the routes of every ``AdapterServer``
+    /// (`GET /top` and `POST /players/:name/:score` throw their errors) and:
     ///
-    /// - `GET /top?limit=N` (JSON; a negative limit throws a ``LiveQueryError``),
-    ///   `GET /top/events?limit=N&scope=S` (SSE), `/top/socket` (WebSocket,
-    ///   `TopPlayers` as JSON), `/top/small/socket` (the same, messages of
-    ///   64 bytes at most)
-    /// - `GET /checked/events`, `GET /big/events` (SSE), `/big/socket`
-    ///   (WebSocket: the client sends a `TodoFilter`)
-    /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON
-    /// - `POST /players/:name/:score` (a write; an existing name is a
-    ///   constraint error, thrown)
-    /// - `/todos/socket`: the `X-User` header's todos (the client sends a
-    ///   `TodoFilter`), `/todos/checked/socket`: the client sends `Todos`
-    ///   whole, refused unless its owner is the `X-User`
+    /// - `/top/small/socket`: `/top/socket` with messages of 64 bytes at most
     ///
     /// Errors thrown by routes are answered by ``LiveQueriesErrorMiddleware``.
-    final class LiveServer: Sendable {
-        let port: Int
-        let live: LiveQueries
-        let database: any DatabaseWriter
+    public final class VaporServer: AdapterServer {
+        public let port: Int
+        public let live: LiveQueries
+        public let database: any DatabaseWriter
         private let app: Application
         private let stopped = Mutex(false)
-
-        var baseURL: String { "http://127.0.0.1:\(port)" }
 
         private init(port: Int, live: LiveQueries, database: any DatabaseWriter, app: Application) {
             self.port = port
@@ -53,7 +31,7 @@
 
         /// Shuts the application down as its `main` does on SIGTERM (once):
         /// the lifecycle handlers (the live queries), then the HTTP server.
-        func shutDown() async throws {
+        public func shutDown() async throws {
             let first = stopped.withLock { stopped in
                 defer { stopped = true }
                 return !stopped
@@ -66,15 +44,15 @@
         /// Runs `body` against a new server, then shuts it down gracefully;
         /// `shutdownAfterLiveQueries` is a lifecycle handler whose shutdown
         /// Vapor runs after the live queries' and before its HTTP server stops.
-        static func with<T: Sendable>(
+        public static func with<T: Sendable>(
             kind: DatabaseKind = .inMemory,
             configuration: LiveQueriesConfiguration = testConfiguration(),
             logs: LogRecorder? = nil,
             detectsExternalChanges: Bool = false,
             shutdownAfterLiveQueries: (any LifecycleHandler)? = nil,
-            _ body: @Sendable (LiveServer) async throws -> T
+            _ body: @Sendable (VaporServer) async throws -> T
         ) async throws -> T {
-            var logger = logs?.logger(label: "DBWatchVaporTests") ?? Logger(label: "DBWatchVaporTests")
+            var logger = logs?.logger(label: "VaporServer") ?? Logger(label: "VaporServer")
             if logs == nil { logger.logLevel = .error }
             var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
             if logs == nil { databaseLogger.logLevel = .error }
@@ -97,7 +75,7 @@
                 throw error
             }
             let port = app.http.server.shared.localAddress?.port ?? 0
-            let server = LiveServer(port: port, live: live, database: database, app: app)
+            let server = VaporServer(port: port, live: live, database: database, app: app)
             do {
                 let result = try await body(server)
                 try await server.shutDown()
@@ -114,6 +92,7 @@
                 guard limit >= 0 else { throw LiveQueryError.badRequest("limit must not be negative") }
                 return await live.current(TopPlayers(limit: limit), for: request)
             }
+            app.get("refused") { _ -> Response in throw LiveQueryError.forbidden("these are not your todos") }
             app.get("top", "events") { request -> Response in
                 let limit = request.query[Int.self, at: "limit"] ?? 10
                 let scope = request.query[String.self, at: "scope"]
