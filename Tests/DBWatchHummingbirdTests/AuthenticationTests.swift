@@ -21,7 +21,7 @@ struct Reader: Hashable, Sendable {
 /// `LiveQueries` behind HummingbirdAuth, over real sockets: a
 /// `BearerTokenAuthenticator`, the identity as the stream's scope and in
 /// its request, and a 401 with a JSON body without a token.
-@Suite("Authentication with HummingbirdAuth", .timeLimit(.minutes(1)))
+@Suite("Authentication with HummingbirdAuth", .hangLimit(minutes: 1))
 struct AuthenticationTests {
     typealias Context = BasicAuthRequestContext<Reader>
 

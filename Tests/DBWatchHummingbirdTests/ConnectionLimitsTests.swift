@@ -105,7 +105,7 @@ struct ConnectionLimitsTests {
                 // Not answered while two are open (a window, not an ordering).
                 #expect(try await third.receive(seconds: 1) == [])
                 held.removeFirst()  // closes it
-                let answer = try #require(try await third.receive(seconds: 10))
+                let answer = try #require(try await third.receive(seconds: defaultTestTimeout))
                 #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
                 withExtendedLifetime(held) {}
             }

@@ -76,6 +76,24 @@ public enum Adapter: CaseIterable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The longest a graceful shutdown may take with the test
+    /// configuration when the adapter does its part. Vapor waits 10 s for
+    /// the connections still open, then closes them itself: a shutdown of
+    /// 8 s or more did not close them. Hummingbird waits for them without
+    /// end (a step then times out), and the slow paths it could otherwise
+    /// take (the 30 s keep-alive and stall timeouts) are far above 25 s,
+    /// which leaves room for a loaded machine.
+    public var promptShutdownLimit: Duration {
+        switch self {
+        #if Hummingbird
+            case .hummingbird: .seconds(25)
+        #endif
+        #if Vapor
+            case .vapor: .seconds(8)
+        #endif
+        }
+    }
+
     /// Runs `body` against a new server of this adapter (see
     /// ``AdapterServer``), then shuts it down gracefully.
     ///

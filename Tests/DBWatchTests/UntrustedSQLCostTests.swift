@@ -218,7 +218,9 @@ struct UntrustedSQLCostTests {
             let cancelled = ContinuousClock.now
             read.cancel()
             let result = try await withTimeout { await read.result }
-            #expect(ContinuousClock.now - cancelled < .seconds(10))
+            // Long before the 600 s time limit, which would end it too; a
+            // loaded machine only makes it later.
+            #expect(ContinuousClock.now - cancelled < .seconds(300))
             #expect(throws: CancellationError.self) { try result.get() }
         }
     }

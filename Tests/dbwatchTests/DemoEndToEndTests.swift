@@ -19,7 +19,7 @@ struct DemoEndToEndTests {
         #expect(snapshot.stderr.isEmpty, "\(snapshot)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.hangLimit(minutes: 1))
     func serveFlagServesTheLeaderboardWhileTheDemoRuns() async throws {
         let run = try DBWatchRun.start(["demo", "--seed", "3", "--rate", "20", "--serve", "0"])
         defer { run.kill() }

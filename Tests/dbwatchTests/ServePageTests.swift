@@ -13,7 +13,7 @@ struct ServePageTests {
 
     @Test(
         "headless Chromium shows the first tables, then highlights the cell an external commit changed",
-        .timeLimit(.minutes(3)))
+        .hangLimit(minutes: 3))
     func pageShowsTablesAndHighlightsChangedCells() async throws {
         try await withTemporaryDirectory { scratch in
             let path = scratch.file("game.sqlite")
