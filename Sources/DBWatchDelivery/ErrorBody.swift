@@ -24,8 +24,8 @@ package struct ErrorBody: Encodable, Sendable, Equatable {
             self.init(message: error.message ?? "\(error.code)", code: error.code.rawValue)
         } else if error is DatabaseFileReplacedError {
             // Not the error's description: it holds the server's path.
-            self.init(message: LiveQueryError.databaseReplaced.message)
-        } else if let error = error as? LiveQueryError {
+            self.init(message: LiveQueriesError.databaseReplaced.message)
+        } else if let error = error as? LiveQueriesError {
             self.init(message: error.message)
         } else if let error = error as? DecodingError {
             self.init(message: "invalid request parameters: \(Self.describe(error))")
@@ -34,11 +34,11 @@ package struct ErrorBody: Encodable, Sendable, Equatable {
         }
     }
 
-    /// A client's request that was refused: a ``LiveQueryError``'s message,
+    /// A client's request that was refused: a ``LiveQueriesError``'s message,
     /// what does not decode, or, for any other error (which may hold the
     /// server's details), only that it was refused.
     package init(refusal error: any Error) {
-        if error is LiveQueryError || error is DecodingError {
+        if error is LiveQueriesError || error is DecodingError {
             self.init(error)
         } else {
             self.init(message: "the request was refused")

@@ -35,7 +35,7 @@ package struct HTTPAnswer: Sendable {
     ///
     /// | error | status |
     /// | --- | --- |
-    /// | ``LiveQueryError`` | its ``LiveQueryError/httpStatus`` (503s it says are retryable with `Retry-After`) |
+    /// | ``LiveQueriesError`` | its ``LiveQueriesError/httpStatus`` (503s it says are retryable with `Retry-After`) |
     /// | a request that does not decode (`DecodingError`) | 400 |
     /// | SQLite: datatype mismatch (a parameter the SQL cannot take) | 400 |
     /// | SQLite: constraint violated | 409 |
@@ -48,7 +48,7 @@ package struct HTTPAnswer: Sendable {
         var retry = false
         var body = ErrorBody(error)
         let status: Int
-        if let error = error as? LiveQueryError {
+        if let error = error as? LiveQueriesError {
             status = error.httpStatus
             retry = error.isRetryable
         } else if error is DecodingError {

@@ -16,7 +16,7 @@ extension LiveQueries {
             counters.fetches.add(1, ordering: .relaxed)
             if moved {
                 state.withLock { $0.databaseReplaced = true }
-                throw LiveQueryError.databaseReplaced
+                throw LiveQueriesError.databaseReplaced
             }
             return .json(try encode(value))
         } catch {

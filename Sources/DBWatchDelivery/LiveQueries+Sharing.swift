@@ -5,10 +5,10 @@ extension LiveQueries {
     /// Whether a stream of `request` in `scope` would be refused now: the
     /// answer before a stream starts (``subscribe(_:to:scope:logger:replacing:encode:)``
     /// decides again, under the same lock, when it starts).
-    package func admission(of request: some Queryable, scope: (any Hashable & Sendable)?) -> LiveQueryError? {
+    package func admission(of request: some Queryable, scope: (any Hashable & Sendable)?) -> LiveQueriesError? {
         if let refusal = refusal() { return refusal }
         let key = SubscriptionKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
-        let refused: LiveQueryError? = state.withLock { state in
+        let refused: LiveQueriesError? = state.withLock { state in
             if let observation = state.observations[key], !observation.isFinished { return nil }
             return state.observations.count < configuration.maxObservations ? nil : .tooManyObservations
         }
@@ -18,14 +18,14 @@ extension LiveQueries {
 
     /// Subscribes `client` to the shared observation of `request` in
     /// `scope`, starting it for the first client; throws
-    /// ``LiveQueryError/tooManyObservations`` when that would make more than
+    /// ``LiveQueriesError/tooManyObservations`` when that would make more than
     /// ``LiveQueriesConfiguration/maxObservations``. An observation the
     /// client is about to leave (`replacing`, a WebSocket's previous
     /// request), of which it is the only client, does not count.
     func subscribe<R: Queryable>(
         _ client: ClientMailbox, to request: R, scope: (any Hashable & Sendable)?, logger: Logger,
         replacing previous: SharedObservation? = nil, encode: @escaping @Sendable (R.Value) throws -> [UInt8]
-    ) throws(LiveQueryError) -> SharedObservation {
+    ) throws(LiveQueriesError) -> SharedObservation {
         let key = SubscriptionKey(request: AnyHashable(request), scope: scope.map { AnyHashable($0) })
         // Attached under the registry's lock: the last client of a shared
         // observation cannot remove it between the lookup and the attach.

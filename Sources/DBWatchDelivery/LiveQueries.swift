@@ -132,7 +132,7 @@ public final class LiveQueries: Sendable {
     }
 
     /// Why a new client is refused, if it is.
-    package func refusal() -> LiveQueryError? {
+    package func refusal() -> LiveQueriesError? {
         state.withLock { state in
             if state.phase != .running { return .shuttingDown }
             if state.databaseClosed { return .databaseClosed }

@@ -62,7 +62,7 @@ public struct LiveQueriesConfiguration: Sendable {
     /// can change it, so a client looping over parameters (`?n=1`, `?n=2`,
     /// …) would otherwise make the server fetch once per distinct request
     /// per commit. Past it, a request that would start one more observation
-    /// is refused with ``LiveQueryError/tooManyObservations`` (503 with
+    /// is refused with ``LiveQueriesError/tooManyObservations`` (503 with
     /// `Retry-After`; on a WebSocket, an error message and the connection
     /// stays open); streams already open go on, and a request equal to one
     /// already observed still joins it. One-shot answers

@@ -72,7 +72,7 @@ extension LiveQueries: Service {
     }
 
     /// An error answer in the one JSON shape, `{"message": …, "code": …}`,
-    /// with the status of `error` (a `LiveQueryError`, a SQLite error, a
+    /// with the status of `error` (a `LiveQueriesError`, a SQLite error, a
     /// decoding error, or Hummingbird's `HTTPError` and any other
     /// `HTTPResponseError` with its own status).
     ///
@@ -82,7 +82,7 @@ extension LiveQueries: Service {
     /// }
     /// ```
     public func errorResponse(_ error: any Error, logger: Logger) -> Response {
-        if !(error is LiveQueryError), let error = error as? any HTTPResponseError {
+        if !(error is LiveQueriesError), let error = error as? any HTTPResponseError {
             var response = Response(.error(status: error.status.code, message: Self.message(of: error)))
             // Its own fields (`Allow`, `WWW-Authenticate`), but not its body's.
             if let error = error as? HTTPError {

@@ -77,13 +77,13 @@ extension LiveQueries {
     /// ```swift
     /// try await live.webSocket(receiving: Todos.self, inbound: inbound, outbound: outbound, context: context,
     ///                          scope: user.id) { todos in
-    ///     guard todos.owner == user.id else { throw LiveQueryError.forbidden("these are not your todos") }
+    ///     guard todos.owner == user.id else { throw LiveQueriesError.forbidden("these are not your todos") }
     ///     return todos
     /// }
     /// ```
     ///
     /// A message that does not decode is an error message naming what is
-    /// wrong (`invalid request parameters: …`); a `LiveQueryError` thrown
+    /// wrong (`invalid request parameters: …`); a `LiveQueriesError` thrown
     /// by `Message`'s own decoding or by `request` reaches the client with
     /// its message; any other error as `the request was refused`, logged at
     /// debug level with the error.

@@ -38,8 +38,8 @@
         }
 
         /// The answer to `error` in the one JSON shape, `{"message", "code"}`:
-        /// a ``LiveQueryError`` or an SQLite error with its status (see
-        /// ``LiveQueryError/httpStatus``), a Vapor `AbortError` (a route not
+        /// a ``LiveQueriesError`` or an SQLite error with its status (see
+        /// ``LiveQueriesError/httpStatus``), a Vapor `AbortError` (a route not
         /// found, `Abort(.unauthorized)`) with its own status and reason, any
         /// other error as a 500 whose text is logged, not sent.
         ///
@@ -53,7 +53,7 @@
         ///   - error: what went wrong.
         ///   - httpRequest: the HTTP request, whose logger is used.
         public func errorResponse(_ error: any Error, for httpRequest: Request) -> Response {
-            if !(error is LiveQueryError), let abort = error as? any AbortError {
+            if !(error is LiveQueriesError), let abort = error as? any AbortError {
                 var answer = HTTPAnswer.error(status: Int(abort.status.code), message: abort.reason)
                 for (name, value) in abort.headers where name.lowercased() != "content-type" {
                     answer.headers.append((name, value))
@@ -74,7 +74,7 @@
     /// app.middleware.use(LiveQueriesErrorMiddleware(live))
     /// app.get("player", ":id") { request async throws -> Player in
     ///     guard let id = request.parameters.get("id", as: Int.self) else {
-    ///         throw LiveQueryError.badRequest("id must be a number")   // 400 {"message":"id must be a number"}
+    ///         throw LiveQueriesError.badRequest("id must be a number")   // 400 {"message":"id must be a number"}
     ///     }
     ///     …
     /// }
@@ -112,20 +112,20 @@
         }
     }
 
-    /// A thrown ``LiveQueryError`` keeps its status and message even where
+    /// A thrown ``LiveQueriesError`` keeps its status and message even where
     /// Vapor's own `ErrorMiddleware` answers it (in Vapor's shape).
-    extension LiveQueryError: AbortError {
+    extension LiveQueriesError: AbortError {
         /// ``httpStatus`` as Vapor's status.
         ///
         /// ```swift
-        /// LiveQueryError.forbidden("not yours").status   // .forbidden
+        /// LiveQueriesError.forbidden("not yours").status   // .forbidden
         /// ```
         public var status: HTTPResponseStatus { HTTPResponseStatus(statusCode: httpStatus) }
 
         /// ``message``.
         ///
         /// ```swift
-        /// LiveQueryError.badRequest("limit must be positive").reason   // "limit must be positive"
+        /// LiveQueriesError.badRequest("limit must be positive").reason   // "limit must be positive"
         /// ```
         public var reason: String { message }
     }

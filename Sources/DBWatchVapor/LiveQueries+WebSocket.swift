@@ -75,13 +75,13 @@
         ///
         /// ```swift
         /// live.webSocket(receiving: Todos.self, for: request, webSocket: webSocket, scope: user.id) { todos in
-        ///     guard todos.owner == user.id else { throw LiveQueryError.forbidden("these are not your todos") }
+        ///     guard todos.owner == user.id else { throw LiveQueriesError.forbidden("these are not your todos") }
         ///     return todos
         /// }
         /// ```
         ///
         /// A message that does not decode is an error message naming what is
-        /// wrong (`invalid request parameters: …`); a ``LiveQueryError`` thrown
+        /// wrong (`invalid request parameters: …`); a ``LiveQueriesError`` thrown
         /// by `Message`'s own decoding or by `request` reaches the client with
         /// its message; any other error as `the request was refused`, logged at
         /// debug level with the error. Call it in Vapor's synchronous

@@ -56,10 +56,10 @@ struct OneShotTests {
         }
     }
 
-    /// A `LiveQueryError` thrown from a route is answered with its status in
+    /// A `LiveQueriesError` thrown from a route is answered with its status in
     /// the one shape, as JSON in UTF-8.
     @Test(arguments: Adapter.available)
-    func aLiveQueryErrorThrownFromARouteIsAnsweredInTheOneShape(adapter: Adapter) async throws {
+    func aLiveQueriesErrorThrownFromARouteIsAnsweredInTheOneShape(adapter: Adapter) async throws {
         try await withTimeout {
             try await adapter.withServer { server in
                 let answer = try await fetch("\(server.baseURL)/refused")

@@ -21,7 +21,7 @@ struct EndStreamsTests {
         let admission = live.eventStream(
             RowCount(), scope: nil, lastEventID: nil, logger: Logger(label: "EndStreamsTests"),
             encode: LiveQueries.encodeJSON)
-        guard case .accepted(let stream) = admission else { throw LiveQueryError.shuttingDown }
+        guard case .accepted(let stream) = admission else { throw LiveQueriesError.shuttingDown }
         return stream
     }
 

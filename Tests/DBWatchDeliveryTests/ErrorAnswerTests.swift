@@ -17,11 +17,11 @@ struct ErrorAnswerTests {
     }
 
     @Test func liveQueryErrorsAnswerTheirStatusAndOnlyTheCapIsRetryable() {
-        let forbidden = HTTPAnswer.error(LiveQueryError.forbidden("not yours"), retryAfterSeconds: 3)
+        let forbidden = HTTPAnswer.error(LiveQueriesError.forbidden("not yours"), retryAfterSeconds: 3)
         #expect(forbidden.status == 403)
         #expect(text(forbidden) == #"{"message":"not yours"}"#)
         #expect(!forbidden.headers.contains { $0.name == "Retry-After" })
-        let cap = HTTPAnswer.error(LiveQueryError.tooManyObservations, retryAfterSeconds: 3)
+        let cap = HTTPAnswer.error(LiveQueriesError.tooManyObservations, retryAfterSeconds: 3)
         #expect(cap.status == 503)
         #expect(cap.headers.contains { $0.name == "Retry-After" && $0.value == "3" })
     }

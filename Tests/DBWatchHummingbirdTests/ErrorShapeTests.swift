@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// One server, one JSON shape of errors: with `LiveQueriesErrorMiddleware`,
-/// Hummingbird's errors and any other (a thrown `LiveQueryError`, on every
+/// Hummingbird's errors and any other (a thrown `LiveQueriesError`, on every
 /// adapter, is `DBWatchAdapterTests.OneShotTests`).
 @Suite("Error answers in one JSON shape")
 struct ErrorShapeTests {

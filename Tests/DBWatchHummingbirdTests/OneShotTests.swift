@@ -24,9 +24,8 @@ struct OneShotTests {
                 let locked = server.live.errorResponse(SQLiteError(code: ResultCode(rawValue: 262)), logger: logger)
                 #expect(locked.status == .serviceUnavailable)
                 #expect(server.live.errorResponse(SQLiteError(code: .full), logger: logger).status.code == 507)
-                #expect(
-                    server.live.errorResponse(LiveQueryError.shuttingDown, logger: logger).status == .serviceUnavailable
-                )
+                let shuttingDown = server.live.errorResponse(LiveQueriesError.shuttingDown, logger: logger)
+                #expect(shuttingDown.status == .serviceUnavailable)
                 #expect(
                     server.live.errorResponse(SQLiteError(code: .corrupt), logger: logger).status
                         == .internalServerError)

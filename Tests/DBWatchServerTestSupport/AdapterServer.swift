@@ -8,7 +8,7 @@ import DBWatchTestSupport
 ///
 /// - `GET /top?limit=N`: the current `TopPlayers` as JSON; a negative limit
 ///   is a 400 in the one JSON error shape
-/// - `GET /refused`: a route that throws `LiveQueryError.forbidden`
+/// - `GET /refused`: a route that throws `LiveQueriesError.forbidden`
 /// - `GET /top/events?limit=N&scope=S`, `GET /checked/events`,
 ///   `GET /big/events`: server-sent events
 /// - `GET /hand`, `GET /hand/events`: a value that writes its own JSON

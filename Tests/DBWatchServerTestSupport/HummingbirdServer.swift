@@ -107,7 +107,7 @@
                 let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 10
                 guard limit >= 0 else {
                     return live.errorResponse(
-                        LiveQueryError.badRequest("limit must not be negative"), logger: context.logger)
+                        LiveQueriesError.badRequest("limit must not be negative"), logger: context.logger)
                 }
                 return await live.current(TopPlayers(limit: limit), context: context)
             }
@@ -138,8 +138,8 @@
                     return live.errorResponse(error, logger: context.logger)
                 }
             }
-            // A LiveQueryError thrown from a route, without and with the middleware.
-            router.get("refused") { _, _ -> Response in throw LiveQueryError.forbidden("these are not your todos") }
+            // A LiveQueriesError thrown from a route, without and with the middleware.
+            router.get("refused") { _, _ -> Response in throw LiveQueriesError.forbidden("these are not your todos") }
             let errors = router.group("errors").add(middleware: LiveQueriesErrorMiddleware(live))
             errors.get("missing") { _, _ -> Response in
                 throw HTTPError(.notFound, headers: [.allow: "GET"], message: "no such player")
@@ -170,7 +170,7 @@
                 try await live.webSocket(
                     receiving: Todos.self, inbound: inbound, outbound: outbound, context: context, scope: owner
                 ) { todos in
-                    guard todos.owner == owner else { throw LiveQueryError.forbidden("these are not your todos") }
+                    guard todos.owner == owner else { throw LiveQueriesError.forbidden("these are not your todos") }
                     return todos
                 }
             }

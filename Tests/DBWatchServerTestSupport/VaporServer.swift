@@ -89,10 +89,10 @@
         private static func addRoutes(to app: Application, live: LiveQueries) {
             app.get("top") { request async throws -> Response in
                 let limit = request.query[Int.self, at: "limit"] ?? 10
-                guard limit >= 0 else { throw LiveQueryError.badRequest("limit must not be negative") }
+                guard limit >= 0 else { throw LiveQueriesError.badRequest("limit must not be negative") }
                 return await live.current(TopPlayers(limit: limit), for: request)
             }
-            app.get("refused") { _ -> Response in throw LiveQueryError.forbidden("these are not your todos") }
+            app.get("refused") { _ -> Response in throw LiveQueriesError.forbidden("these are not your todos") }
             app.get("top", "events") { request -> Response in
                 let limit = request.query[Int.self, at: "limit"] ?? 10
                 let scope = request.query[String.self, at: "scope"]
@@ -131,7 +131,7 @@
                 let owner = request.headers.first(name: "X-User") ?? ""
                 live.webSocket(receiving: Todos.self, for: request, webSocket: webSocket, scope: owner) {
                     todos in
-                    guard todos.owner == owner else { throw LiveQueryError.forbidden("these are not your todos") }
+                    guard todos.owner == owner else { throw LiveQueriesError.forbidden("these are not your todos") }
                     return todos
                 }
             }

@@ -42,8 +42,8 @@
             #expect(busy.body.string == #"{"code":5,"message":"database is locked"}"#)
             #expect(answer(SQLiteError(code: ResultCode(rawValue: 262))).status == .serviceUnavailable)
             #expect(answer(SQLiteError(code: .full)).status.code == 507)
-            #expect(answer(LiveQueryError.shuttingDown).status == .serviceUnavailable)
-            #expect(answer(LiveQueryError.forbidden("not yours")).status == .forbidden)
+            #expect(answer(LiveQueriesError.shuttingDown).status == .serviceUnavailable)
+            #expect(answer(LiveQueriesError.forbidden("not yours")).status == .forbidden)
             #expect(answer(SQLiteError(code: .corrupt)).status == .internalServerError)
             #expect(answer(SQLiteError(code: .mismatch, message: "datatype mismatch")).status == .badRequest)
             let abort = answer(Abort(.unauthorized, headers: ["WWW-Authenticate": "Bearer"], reason: "who are you"))
@@ -59,10 +59,10 @@
             await live.database.close()
         }
 
-        /// A `LiveQueryError` is an `AbortError` with its status and message,
+        /// A `LiveQueriesError` is an `AbortError` with its status and message,
         /// for Vapor's own error middleware.
-        @Test func aLiveQueryErrorKeepsItsStatusUnderVaporsErrorMiddleware() {
-            let error: any AbortError = LiveQueryError.forbidden("these are not your todos")
+        @Test func aLiveQueriesErrorKeepsItsStatusUnderVaporsErrorMiddleware() {
+            let error: any AbortError = LiveQueriesError.forbidden("these are not your todos")
             #expect(error.status == .forbidden)
             #expect(error.reason == "these are not your todos")
         }

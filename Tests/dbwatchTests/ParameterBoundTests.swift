@@ -36,20 +36,20 @@ struct ParameterBoundTests {
         #expect(try integer.value(from: "1") == .integer(1))
         #expect(try integer.value(from: "100") == .integer(100))
         for bad in ["-1", "0", "101", "abc", "1.5", "", "99999999999999999999"] {
-            let error = #expect(throws: LiveQueryError.self, "\(bad)") { _ = try integer.value(from: bad) }
+            let error = #expect(throws: LiveQueriesError.self, "\(bad)") { _ = try integer.value(from: bad) }
             #expect(error?.message.contains("parameter n") == true, "\(bad)")
         }
         let real = try ParameterBound.parse("geo.lat=real:-90...90")
         #expect(try real.value(from: "45") == .real(45))
         #expect(try real.value(from: "-90.0") == .real(-90))
         for bad in ["90.5", "nan", "inf", "x", "1e999"] {
-            #expect(throws: LiveQueryError.self, "\(bad)") { _ = try real.value(from: bad) }
+            #expect(throws: LiveQueriesError.self, "\(bad)") { _ = try real.value(from: bad) }
         }
         let text = try ParameterBound.parse("find.name=text:4")
         #expect(try text.value(from: "abcd") == .text("abcd"))
         #expect(try text.value(from: "007") == .text("007"))
         #expect(try text.value(from: "NULL") == .text("NULL"))
-        #expect(throws: LiveQueryError.self) { _ = try text.value(from: "abcde") }
+        #expect(throws: LiveQueriesError.self) { _ = try text.value(from: "abcde") }
     }
 
     @Test func aQueryTakesItsBoundsInsteadOfTheArgTyping() throws {
@@ -63,7 +63,7 @@ struct ParameterBoundTests {
         let request = try query.request(
             queryString: [(key: "n", value: "3"), (key: "name", value: "42")], limits: limits)
         #expect(request.arguments.namedValues == ["n": .integer(3), "name": .text("42")])
-        #expect(throws: LiveQueryError.self) {
+        #expect(throws: LiveQueriesError.self) {
             _ = try query.request(queryString: [(key: "n", value: "-1"), (key: "name", value: "a")], limits: limits)
         }
         // The run at start binds a value inside the bound.

@@ -84,7 +84,7 @@ struct ServeParsingTests {
             [(key: "a", value: "99999999999999999999"), (key: "b", value: "1")],
         ]
         for queryString in errors {
-            #expect(throws: LiveQueryError.self) { _ = try query.request(queryString: queryString, limits: limits) }
+            #expect(throws: LiveQueriesError.self) { _ = try query.request(queryString: queryString, limits: limits) }
         }
     }
 
@@ -99,7 +99,7 @@ struct ServeParsingTests {
         #expect(try decoded("%6E=%C3%A9&flag&e=") == ["n=é", "flag=", "e="])
         #expect(try decoded("n=a=b") == ["n=a=b"])
         for bad in ["n=%FF", "n=%C3", "n=%", "n=%Z1", "%=1"] {
-            #expect(throws: LiveQueryError.self, "\(bad)") { _ = try ServedQuery.queryParameters(bad) }
+            #expect(throws: LiveQueriesError.self, "\(bad)") { _ = try ServedQuery.queryParameters(bad) }
         }
     }
 

@@ -9,7 +9,7 @@ extension LiveQueries {
     /// identity is the stream's `scope:`. Without an identity, a 401 with
     /// `WWW-Authenticate: Bearer` and `{"message"}`; a `makeRequest` that
     /// throws is an error answer as ``errorResponse(_:logger:)`` makes it
-    /// (throw `LiveQueryError.badRequest(_:)` for a 400, or an
+    /// (throw `LiveQueriesError.badRequest(_:)` for a 400, or an
     /// `HTTPError(.forbidden)` for a 403).
     ///
     /// Authorization happens here, once per request: clients with equal

@@ -16,7 +16,7 @@ import DBWatchHummingbird
 /// ```swift
 /// let bound = try ParameterBound.parse("top.n=integer:1...100")
 /// try bound.value(from: "10")   // .integer(10)
-/// try bound.value(from: "-1")   // throws LiveQueryError.badRequest("parameter n: …")
+/// try bound.value(from: "-1")   // throws LiveQueriesError.badRequest("parameter n: …")
 /// ```
 struct ParameterBound: Sendable, Hashable {
     /// A parameter's type and range.
@@ -105,30 +105,30 @@ struct ParameterBound: Sendable, Hashable {
     }
 
     /// The value to bind for `text`, the parameter's value in a URL, or a
-    /// ``LiveQueryError/badRequest(_:)`` that names the parameter.
+    /// ``LiveQueriesError/badRequest(_:)`` that names the parameter.
     func value(from text: String) throws -> DatabaseValue {
         switch kind {
         case .integer(let low, let high):
             guard let value = Int64(text) else {
-                throw LiveQueryError.badRequest("parameter \(parameter) must be an integer\(rangeText)")
+                throw LiveQueriesError.badRequest("parameter \(parameter) must be an integer\(rangeText)")
             }
             guard value >= low, value <= high else {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     "parameter \(parameter) is out of range: it must be \(rangeText.dropFirst(2))")
             }
             return .integer(value)
         case .real(let low, let high):
             guard SQLArgument.isDecimal(text), let value = Double(text), value.isFinite else {
-                throw LiveQueryError.badRequest("parameter \(parameter) must be a number\(rangeText)")
+                throw LiveQueriesError.badRequest("parameter \(parameter) must be a number\(rangeText)")
             }
             guard value >= low, value <= high else {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     "parameter \(parameter) is out of range: it must be \(rangeText.dropFirst(2))")
             }
             return .real(value)
         case .text(let maxLength):
             if let maxLength, text.count > maxLength {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     "parameter \(parameter) is too long: at most \(maxLength) characters")
             }
             return .text(text)

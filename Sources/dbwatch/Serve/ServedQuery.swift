@@ -49,7 +49,7 @@ struct ServedQuery: Sendable {
     /// `%XX` a byte, in keys as in values, the bytes UTF-8; empty segments
     /// (`?&a=1&&b=2&`) are nothing, and `a` alone is `a=`. A `%` not
     /// followed by two hex digits, or bytes that are not UTF-8, are a
-    /// ``LiveQueryError/badRequest(_:)``.
+    /// ``LiveQueriesError/badRequest(_:)``.
     ///
     /// ```swift
     /// try ServedQuery.queryParameters("n=Bob+Smith&m=%C3%A9")   // [("n", "Bob Smith"), ("m", "é")]
@@ -59,7 +59,7 @@ struct ServedQuery: Sendable {
         return try query.split(separator: "&").map { part in
             let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let key = formDecoded(pair[0]), let value = pair.count > 1 ? formDecoded(pair[1]) : "" else {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     "the query string is not percent-encoded UTF-8: \(CellText.sanitized(String(part.prefix(200))))")
             }
             return (key: key[...], value: value[...])
@@ -99,7 +99,7 @@ struct ServedQuery: Sendable {
 
     /// The observed request for the values of a query string, typed as
     /// `--arg` types them. A missing, unknown or repeated parameter is a
-    /// ``LiveQueryError/badRequest(_:)``; the parameters in `bound` (a
+    /// ``LiveQueriesError/badRequest(_:)``; the parameters in `bound` (a
     /// JWT's claims) are not the query string's.
     func request(
         queryString: some Sequence<(key: Substring, value: Substring)>, limits: QueryLimits,
@@ -110,18 +110,18 @@ struct ServedQuery: Sendable {
         for (key, value) in queryString {
             let key = String(key)
             guard names.contains(key) else {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     names.isEmpty
                         ? "query \(name) takes no parameter; unknown parameter \(key)"
                         : "unknown parameter \(key) for query \(name), which takes \(Self.list(names))")
             }
-            guard values[key] == nil else { throw LiveQueryError.badRequest("parameter \(key) is given twice") }
+            guard values[key] == nil else { throw LiveQueriesError.badRequest("parameter \(key) is given twice") }
             if let bound = bounds[key] {
                 values[key] = try bound.value(from: String(value))
                 continue
             }
             guard let argument = SQLArgument(argument: String(value)) else {
-                throw LiveQueryError.badRequest(
+                throw LiveQueriesError.badRequest(
                     "parameter \(key): the integer is beyond the 64-bit range; "
                         + "write it with a decimal point for a REAL, or in single quotes for TEXT")
             }
@@ -129,7 +129,7 @@ struct ServedQuery: Sendable {
         }
         let missing = names.subtracting(values.keys)
         if !missing.isEmpty {
-            throw LiveQueryError.badRequest(
+            throw LiveQueriesError.badRequest(
                 "query \(name) needs the parameter\(missing.count == 1 ? "" : "s") \(Self.list(missing))")
         }
         return limits.query(sql, arguments: StatementArguments(values))

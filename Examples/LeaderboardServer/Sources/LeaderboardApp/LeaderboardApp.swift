@@ -82,7 +82,7 @@ public func buildApplication(
         do {
             let name = try context.parameters.require("name").removingPercentEncoding ?? ""
             guard (1...40).contains(name.count) else {
-                throw LiveQueryError.badRequest("a name has 1 to 40 characters")
+                throw LiveQueriesError.badRequest("a name has 1 to 40 characters")
             }
             let player = Player(
                 name: name, score: try await request.decode(as: ScoreChange.self, context: context).score)

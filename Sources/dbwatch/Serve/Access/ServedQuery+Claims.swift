@@ -25,14 +25,14 @@ extension ServedQuery {
     /// which share one observation.
     ///
     /// A query string that names an `auth_` parameter is a
-    /// ``LiveQueryError/badRequest(_:)`` (400); a requester without a claim
+    /// ``LiveQueriesError/badRequest(_:)`` (400); a requester without a claim
     /// the query needs, or whose claim is an object or an array, is an
     /// ``AccessRefusal`` (403).
     func request(
         queryString: [(key: Substring, value: Substring)], identity: ServeAccess.Identity, limits: QueryLimits
     ) throws -> WatchedQuery {
         if let key = queryString.first(where: { $0.key.hasPrefix(Self.claimPrefix) })?.key {
-            throw LiveQueryError.badRequest(
+            throw LiveQueriesError.badRequest(
                 "parameter \(CellText.sanitized(String(key))): the auth_ parameters come from the token's claims, "
                     + "never from the query string")
         }

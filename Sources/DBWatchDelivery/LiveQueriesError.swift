@@ -7,10 +7,10 @@
 ///
 /// ```swift
 /// guard let limit = request.uri.queryParameters.get("limit", as: Int.self), limit > 0 else {
-///     throw LiveQueryError.badRequest("limit must be a positive integer")
+///     throw LiveQueriesError.badRequest("limit must be a positive integer")
 /// }
 /// ```
-public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case badRequest
         case forbidden
@@ -24,7 +24,7 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// What a client is told.
     ///
     /// ```swift
-    /// LiveQueryError.badRequest("limit must be positive").message   // "limit must be positive"
+    /// LiveQueriesError.badRequest("limit must be positive").message   // "limit must be positive"
     /// ```
     public let message: String
 
@@ -36,43 +36,43 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// The request cannot be served (bad parameters): 400.
     ///
     /// ```swift
-    /// throw LiveQueryError.badRequest("unknown sort order")
+    /// throw LiveQueriesError.badRequest("unknown sort order")
     /// ```
-    public static func badRequest(_ message: String) -> LiveQueryError {
-        LiveQueryError(code: .badRequest, message: message)
+    public static func badRequest(_ message: String) -> LiveQueriesError {
+        LiveQueriesError(code: .badRequest, message: message)
     }
 
     /// The client may not read what it asked for (another user's rows): 403.
     ///
     /// ```swift
-    /// guard filter.owner == user.id else { throw LiveQueryError.forbidden("these are not your todos") }
+    /// guard filter.owner == user.id else { throw LiveQueriesError.forbidden("these are not your todos") }
     /// ```
-    public static func forbidden(_ message: String) -> LiveQueryError {
-        LiveQueryError(code: .forbidden, message: message)
+    public static func forbidden(_ message: String) -> LiveQueriesError {
+        LiveQueriesError(code: .forbidden, message: message)
     }
 
     /// The server is shutting down: 503.
     ///
     /// ```swift
-    /// catch let error as LiveQueryError where error == .shuttingDown { … }
+    /// catch let error as LiveQueriesError where error == .shuttingDown { … }
     /// ```
-    public static let shuttingDown = LiveQueryError(code: .shuttingDown, message: "the server is shutting down")
+    public static let shuttingDown = LiveQueriesError(code: .shuttingDown, message: "the server is shutting down")
 
     /// The database is closed: 503.
     ///
     /// ```swift
-    /// catch let error as LiveQueryError where error == .databaseClosed { … }
+    /// catch let error as LiveQueriesError where error == .databaseClosed { … }
     /// ```
-    public static let databaseClosed = LiveQueryError(code: .databaseClosed, message: "the database is closed")
+    public static let databaseClosed = LiveQueriesError(code: .databaseClosed, message: "the database is closed")
 
     /// The database file was replaced or deleted while served: 503. The
     /// server reads a file that no path names any more; restart it (or
     /// reopen the database) to serve the new file.
     ///
     /// ```swift
-    /// catch let error as LiveQueryError where error == .databaseReplaced { … }
+    /// catch let error as LiveQueriesError where error == .databaseReplaced { … }
     /// ```
-    public static let databaseReplaced = LiveQueryError(
+    public static let databaseReplaced = LiveQueriesError(
         code: .databaseReplaced, message: "the database file was replaced or deleted")
 
     /// The server already runs ``LiveQueriesConfiguration/maxObservations``
@@ -81,23 +81,23 @@ public struct LiveQueryError: Error, Sendable, Hashable, CustomStringConvertible
     /// already observed (in the same scope) still joins it.
     ///
     /// ```swift
-    /// catch let error as LiveQueryError where error == .tooManyObservations { … }
+    /// catch let error as LiveQueriesError where error == .tooManyObservations { … }
     /// ```
-    public static let tooManyObservations = LiveQueryError(
+    public static let tooManyObservations = LiveQueriesError(
         code: .tooManyObservations,
         message: "too many distinct live queries at once: retry later, or ask for one that is already observed")
 
     /// The message.
     ///
     /// ```swift
-    /// "\(LiveQueryError.shuttingDown)"   // "the server is shutting down"
+    /// "\(LiveQueriesError.shuttingDown)"   // "the server is shutting down"
     /// ```
     public var description: String { message }
 
     /// The HTTP status a client receives: 400, 403 or 503.
     ///
     /// ```swift
-    /// LiveQueryError.forbidden("not yours").httpStatus   // 403
+    /// LiveQueriesError.forbidden("not yours").httpStatus   // 403
     /// ```
     public var httpStatus: Int {
         switch code {

@@ -3,28 +3,28 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// A `LiveQueryError` thrown from any route is answered with its status and
+/// A `LiveQueriesError` thrown from any route is answered with its status and
 /// the one JSON shape of errors, `{"message": …}`, with `Retry-After: 1`
 /// when it is retryable.
 ///
 /// ```swift
 /// router.get("todos/:owner") { request, context in
-///     guard try context.parameters.require("owner") == user.id else { throw LiveQueryError.forbidden("not yours") }
+///     guard try context.parameters.require("owner") == user.id else { throw LiveQueriesError.forbidden("not yours") }
 ///     …
 /// }
 /// ```
-extension LiveQueryError: HTTPResponseError {
+extension LiveQueriesError: HTTPResponseError {
     /// The HTTP status: 400, 403 or 503.
     ///
     /// ```swift
-    /// LiveQueryError.forbidden("not yours").status   // .forbidden
+    /// LiveQueriesError.forbidden("not yours").status   // .forbidden
     /// ```
     public var status: HTTPResponse.Status { HTTPResponse.Status(code: httpStatus) }
 
     /// The error answer, in the one JSON shape.
     ///
     /// ```swift
-    /// let response = try LiveQueryError.badRequest("limit must be positive").response(from: request, context: context)
+    /// let response = try LiveQueriesError.badRequest("limit must be positive").response(from: request, context: context)
     /// ```
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         Response(HTTPAnswer.error(self, retryAfterSeconds: 1))
