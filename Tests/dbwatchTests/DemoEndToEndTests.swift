@@ -107,7 +107,7 @@ struct DemoEndToEndTests {
                 "watch", path, "SELECT count(*) FROM player", "--format", "ndjson", "--count", "2",
             ])
             defer { watch.kill() }
-            let watched = try await watch.waitForExit(timeout: 60)
+            let watched = try await watch.waitForExit(timeout: defaultTestTimeout)
             #expect(watched.exitStatus == 0, "\(watched)")
             let counts = watched.lines.compactMap { line -> Int? in
                 let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
@@ -120,7 +120,7 @@ struct DemoEndToEndTests {
             ])
             #expect(scores.exitStatus == 0, "\(scores)")
             demo.interrupt()
-            let finished = try await demo.waitForExit(timeout: 60)
+            let finished = try await demo.waitForExit(timeout: defaultTestTimeout)
             #expect(finished.exitStatus == 0, "\(finished)")
             #expect(finished.stdout.contains("Demo stopped after"))
         }
@@ -161,7 +161,7 @@ struct DemoEndToEndTests {
     /// The pane's text once it contains `text`, polling tmux (a terminal
     /// has no other way to tell) until a deadline.
     private func capture(until text: String, _ tmux: ([String]) throws -> String) async throws -> String {
-        let seconds = 60
+        let seconds = defaultTestTimeout
         let deadline = ContinuousClock.now + .seconds(seconds)
         var screen = ""
         while ContinuousClock.now < deadline {
@@ -170,6 +170,6 @@ struct DemoEndToEndTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw DBWatchRun.Timeout(
-            what: "\(text) on the tmux screen", seconds: Double(seconds), snapshot: .init(stdout: screen))
+            what: "\(text) on the tmux screen", seconds: seconds, snapshot: .init(stdout: screen))
     }
 }

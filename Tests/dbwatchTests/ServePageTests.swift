@@ -31,7 +31,9 @@ struct ServePageTests {
                 "--query", "players=SELECT id, name, score FROM player ORDER BY score DESC, id",
             ])
             defer { run.kill() }
-            let snapshot = try await run.wait(for: "the address", timeout: 60) { $0.stdout.contains("/\n") }
+            let snapshot = try await run.wait(for: "the address", timeout: defaultTestTimeout) {
+                $0.stdout.contains("/\n")
+            }
             let url = try #require(snapshot.stdout.firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\//)).output
             // Not while a test measures latency under CPU load (see LatencyTestLock).
             try await LatencyTestLock.with(exclusive: true) {
