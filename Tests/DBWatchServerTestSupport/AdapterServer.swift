@@ -1,6 +1,7 @@
 import DBWatch
 import DBWatchDelivery
 import DBWatchTestSupport
+import Logging
 
 /// A running server of one adapter (Hummingbird, Vapor) on 127.0.0.1 with
 /// an ephemeral port, its `LiveQueries` over a database with
@@ -138,4 +139,19 @@ public func testConfiguration() -> LiveQueriesConfiguration {
     configuration.stalledClientTimeout = .seconds(30)
     configuration.shutdownWriteGrace = .milliseconds(500)
     return configuration
+}
+
+/// What a test server of either adapter starts from: the logger of the
+/// server labelled `label` and the live queries of a new database of
+/// `kind`. Without `logs`, both log only errors.
+func makeTestLiveQueries(
+    label: String, kind: DatabaseKind, configuration: LiveQueriesConfiguration, logs: LogRecorder?,
+    detectsExternalChanges: Bool
+) async throws -> (LiveQueries, logger: Logger) {
+    var logger = logs?.logger(label: label) ?? Logger(label: label)
+    if logs == nil { logger.logLevel = .error }
+    var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
+    if logs == nil { databaseLogger.logLevel = .error }
+    let database = try await kind.makeDatabase(logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
+    return (LiveQueries(database, configuration: configuration, logger: logger), logger)
 }

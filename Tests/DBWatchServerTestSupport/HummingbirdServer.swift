@@ -60,13 +60,9 @@
             maxConnections: Int? = nil,
             _ body: @Sendable (HummingbirdServer) async throws -> T
         ) async throws -> T {
-            var logger = logs?.logger(label: "HummingbirdServer") ?? Logger(label: "HummingbirdServer")
-            if logs == nil { logger.logLevel = .error }
-            var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
-            if logs == nil { databaseLogger.logLevel = .error }
-            let database = try await kind.makeDatabase(
-                logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
-            let live = LiveQueries(database, configuration: configuration, logger: logger)
+            let (live, logger) = try await makeTestLiveQueries(
+                label: "HummingbirdServer", kind: kind, configuration: configuration, logs: logs,
+                detectsExternalChanges: detectsExternalChanges)
             let router = Router(context: BasicWebSocketRequestContext.self)
             if let trustedHosts { router.add(middleware: TrustedHostMiddleware(allowedHosts: trustedHosts)) }
             addRoutes(to: router, live: live)
@@ -91,7 +87,8 @@
                 running.cancel()
                 throw TimeoutError(seconds: 0)
             }
-            let server = HummingbirdServer(port: port, live: live, database: database, group: group, running: running)
+            let server = HummingbirdServer(
+                port: port, live: live, database: live.database, group: group, running: running)
             do {
                 let result = try await body(server)
                 try await server.shutDown()

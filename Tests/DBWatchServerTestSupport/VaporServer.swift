@@ -52,13 +52,9 @@
             shutdownAfterLiveQueries: (any LifecycleHandler)? = nil,
             _ body: @Sendable (VaporServer) async throws -> T
         ) async throws -> T {
-            var logger = logs?.logger(label: "VaporServer") ?? Logger(label: "VaporServer")
-            if logs == nil { logger.logLevel = .error }
-            var databaseLogger = logs?.logger(label: "dbwatch") ?? Logger(label: "dbwatch")
-            if logs == nil { databaseLogger.logLevel = .error }
-            let database = try await kind.makeDatabase(
-                logger: databaseLogger, detectsExternalChanges: detectsExternalChanges)
-            let live = LiveQueries(database, configuration: configuration, logger: logger)
+            let (live, logger) = try await makeTestLiveQueries(
+                label: "VaporServer", kind: kind, configuration: configuration, logs: logs,
+                detectsExternalChanges: detectsExternalChanges)
             // The `serve` command's own arguments, not the test runner's.
             let environment = Environment(
                 name: "testing", arguments: ["vapor", "serve", "--hostname", "127.0.0.1", "--port", "0"])
@@ -75,7 +71,7 @@
                 throw error
             }
             let port = app.http.server.shared.localAddress?.port ?? 0
-            let server = VaporServer(port: port, live: live, database: database, app: app)
+            let server = VaporServer(port: port, live: live, database: live.database, app: app)
             do {
                 let result = try await body(server)
                 try await server.shutDown()
