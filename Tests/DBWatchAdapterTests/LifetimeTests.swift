@@ -193,12 +193,7 @@ struct LifetimeTests {
                 try await waitUntil { server.live.statistics.clientsConnected == 1 }
                 // Large values until the socket is full, a write waits, and
                 // the client is disconnected for making no progress.
-                var round = 0
-                while server.live.statistics.clientsStalled == 0 {
-                    round += 1
-                    try #require(round < 5_000, "the client was never disconnected")
-                    try await writeLargeValue(round: round, to: server)
-                }
+                try await writeUntilStalled(server)
                 // While the write waited, newer values replaced the pending
                 // one (latest wins) instead of piling up.
                 #expect(server.live.statistics.valuesSkipped > 0)
@@ -228,12 +223,7 @@ struct LifetimeTests {
                 // Large values until a write waits on the full socket and
                 // the client is disconnected for making no progress: the
                 // blocked write ends with the connection the adapter closes.
-                var round = 0
-                while server.live.statistics.clientsStalled == 0 {
-                    round += 1
-                    try #require(round < 5_000, "the client was never disconnected")
-                    try await writeLargeValue(round: round, to: server)
-                }
+                try await writeUntilStalled(server)
                 try await waitUntil {
                     server.live.statistics.clientsConnected == 0 && server.database.observationCount == 0
                 }
@@ -257,6 +247,17 @@ struct LifetimeTests {
             try #require(server.live.statistics.clientsStalled == 0, "the client stalled before a value piled up")
             round += 1
             try #require(round < 5_000, "the client's writes never blocked")
+            try await writeLargeValue(round: round, to: server)
+        }
+    }
+
+    /// Writes large values until the client that reads nothing is
+    /// disconnected for making no progress.
+    private func writeUntilStalled(_ server: any AdapterServer) async throws {
+        var round = 0
+        while server.live.statistics.clientsStalled == 0 {
+            round += 1
+            try #require(round < 5_000, "the client was never disconnected")
             try await writeLargeValue(round: round, to: server)
         }
     }

@@ -28,23 +28,25 @@ struct RunningStatementStopTests {
         return try await withTimeout(seconds: 30) { await stepping.value }
     }
 
-    @Test("a cancelled access's statement stops although no interrupt reached it")
-    func cancellationStopsAStatementWithoutAnInterrupt() async throws {
-        let database = try Database(path: ":memory:", configuration: Configuration())
-        let flag = CancellationFlag()
-        flag.set()
-        database.cancellation = flag
-        let code = try await Self.stepEndlessly(on: database)
-        #expect(code & 0xFF == SQLITE_INTERRUPT)
-        database.close()
+    /// Which flag a stopped statement's connection finds set.
+    enum StopFlag: CaseIterable, Sendable {
+        /// The access's cancellation.
+        case cancellation
+        /// The queue's shutdown at the end of a close's grace period.
+        case shutdown
     }
 
-    @Test("a shut-down queue's statement stops although no interrupt reached it")
-    func shutdownStopsAStatementWithoutAnInterrupt() async throws {
+    @Test(
+        "a cancelled access's or a shut-down queue's statement stops although no interrupt reached it",
+        arguments: StopFlag.allCases)
+    func aSetFlagStopsAStatementWithoutAnInterrupt(flag: StopFlag) async throws {
         let database = try Database(path: ":memory:", configuration: Configuration())
-        let shutdown = CancellationFlag()
-        shutdown.set()
-        database.shutdown = shutdown
+        let set = CancellationFlag()
+        set.set()
+        switch flag {
+        case .cancellation: database.cancellation = set
+        case .shutdown: database.shutdown = set
+        }
         let code = try await Self.stepEndlessly(on: database)
         #expect(code & 0xFF == SQLITE_INTERRUPT)
         database.close()
