@@ -4,6 +4,9 @@ import PackageDescription
 /// Packages resolved only with the trait `Hummingbird` (the
 /// `DBWatchHummingbird` product and its tests).
 let hummingbird = TargetDependencyCondition.when(traits: ["Hummingbird"])
+/// Packages resolved only with the trait `ServiceLifecycle` (the
+/// `DBWatchServiceLifecycle` product; Hummingbird turns it on).
+let serviceLifecycle = TargetDependencyCondition.when(traits: ["ServiceLifecycle"])
 /// Packages resolved only with the trait `CommandLineTool` (the `dbwatch`
 /// executable).
 let commandLineTool = TargetDependencyCondition.when(traits: ["CommandLineTool"])
@@ -26,6 +29,7 @@ let package = Package(
         .library(name: "DBWatch", targets: ["DBWatch"]),
         .executable(name: "dbwatch", targets: ["dbwatch"]),
         .library(name: "DBWatchHummingbird", targets: ["DBWatchHummingbird"]),
+        .library(name: "DBWatchServiceLifecycle", targets: ["DBWatchServiceLifecycle"]),
         .library(name: "DBWatchPostgres", targets: ["DBWatchPostgres"]),
         .library(name: "DBWatchVapor", targets: ["DBWatchVapor"]),
     ],
@@ -35,7 +39,12 @@ let package = Package(
     traits: [
         .trait(
             name: "Hummingbird",
-            description: "The DBWatchHummingbird product: live queries over server-sent events and WebSockets."),
+            description: "The DBWatchHummingbird product: live queries over server-sent events and WebSockets.",
+            enabledTraits: ["ServiceLifecycle"]),
+        .trait(
+            name: "ServiceLifecycle",
+            description:
+                "The DBWatchServiceLifecycle product: LiveQueries and LiveQuery as swift-service-lifecycle services."),
         .trait(
             name: "Postgres",
             description: "The DBWatchPostgres product: a live SQLite replica of PostgreSQL tables."),
@@ -138,11 +147,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `LiveQueries` and `LiveQuery` as ServiceLifecycle services (any
+        // server that runs a `ServiceGroup`; Hummingbird's `Application`
+        // does).
+        .target(
+            name: "DBWatchServiceLifecycle",
+            dependencies: [
+                "DBWatch",
+                "DBWatchDelivery",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
+            ]
+        ),
         .target(
             name: "DBWatchHummingbird",
             dependencies: [
                 "DBWatch",
                 "DBWatchDelivery",
+                "DBWatchServiceLifecycle",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),

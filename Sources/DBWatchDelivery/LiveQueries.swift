@@ -49,6 +49,12 @@ import Synchronization
 ///    the response body or the WebSocket (`EventStreamSession.swift`,
 ///    `WebSocketSession.swift` are what adapters drive).
 ///
+/// The core shares step 1: a `LiveQuery` of the same request (and
+/// observation options) in the server's background subscribes to the same
+/// observation, and a change is fetched once for it and for every client.
+/// `LiveQueries` does not go through `LiveQuery`, which hands typed values
+/// to Swift loops; it needs encoded frames per request and scope.
+///
 /// Housekeeping (keep-alives, stalls) and shutdown are in
 /// `LiveQueries+Lifecycle.swift`; one-shot answers and the one table of
 /// error statuses in `LiveQueries+OneShot.swift` and `HTTPAnswer.swift`.

@@ -7,7 +7,7 @@ import Testing
 
 /// Server-sent events to many clients of one Hummingbird server (what every
 /// adapter does with a stream is `DBWatchAdapterTests.ServerSentEventsTests`).
-@Suite("Hummingbird: server-sent events to a hundred clients")
+@Suite("Hummingbird: server-sent events shared by a hundred clients and a LiveQuery")
 struct ServerSentEventsTests {
     /// A hundred clients of one request share one observation: a change is
     /// fetched once and reaches each with the same id; once they leave,
@@ -25,6 +25,31 @@ struct ServerSentEventsTests {
             throw error
         }
         try await httpClient.shutdown()
+    }
+
+    /// A `LiveQuery` in the server's background and the stream clients of
+    /// the same request subscribe to one observation of the core: a change
+    /// is fetched once for both (the delivery layer adds clients, not a
+    /// second observation).
+    @Test func aLiveQueryAndTheClientsOfItsRequestShareOneObservation() async throws {
+        try await withTimeout {
+            try await HummingbirdServer.with { server in
+                let leaderboard = LiveQuery(TopPlayers(), in: server.database)
+                let background = Task { await leaderboard.run() }
+                defer { background.cancel() }
+                var values = leaderboard.values.makeAsyncIterator()
+                #expect(await values.next()?.map(\.name) == ["arthur", "barbara"])
+                let stream = try await EventStream.open("\(server.baseURL)/top/events")
+                _ = try await stream.nextEvent()
+                #expect(server.database.observationCount == 1)
+                #expect(server.database.subscriberCount == 2)
+
+                _ = try await fetch("\(server.baseURL)/players/carol/90", method: "POST")
+                #expect(await values.next()?.map(\.name) == ["arthur", "carol", "barbara"])
+                #expect(try await stream.nextEvent().data?.contains("carol") == true)
+                #expect(server.database.observationCount == 1)
+            }
+        }
     }
 
     private func fanOut(to clients: Int, httpClient: HTTPClient) async throws {
