@@ -85,8 +85,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         // Trait Vapor: the DBWatchVapor product.
         .package(url: "https://github.com/vapor/vapor", .upToNextMinor(from: "4.122.3")),
-        // Tests of DBWatchHummingbird only (trait Hummingbird): a real
-        // streaming HTTP client.
+        // Trait CommandLineTool: `watch` of a served query. And the tests'
+        // real streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Documentation only: `swift package generate-documentation --target
         // DBWatch` builds Sources/DBWatch/DBWatch.docc. No target uses it, so
@@ -127,6 +127,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: commandLineTool),
                 .product(name: "JWTKit", package: "jwt-kit", condition: commandLineTool),
                 .product(name: "Crypto", package: "swift-crypto", condition: commandLineTool),
+                // `watch http://…/queries/NAME`: a served query's stream.
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: commandLineTool),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // `dbwatch demo`'s schema: `Demo/Migrations` links to the

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import DBWatch
 import Foundation
 
@@ -8,6 +9,7 @@ import Foundation
 /// ```sh
 /// dbwatch watch app.sqlite "SELECT name, score FROM player ORDER BY score DESC LIMIT 10"
 /// dbwatch watch app.sqlite "SELECT * FROM player WHERE team_id = ?" --arg 2 --changes --format ndjson
+/// dbwatch watch "http://127.0.0.1:8080/queries/top?n=10"   # a query `dbwatch serve` serves
 /// ```
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,6 +29,14 @@ struct WatchCommand: AsyncParsableCommand {
             process's commit could make that process fail with "database is locked", so only the poll \
             checks: lower --interval for faster updates.) A result is printed only when it changed.
 
+            A served query: give the address of a query that `dbwatch serve` (or a server built on \
+            DBWatch's integrations) serves, http://HOST:PORT/queries/NAME?PARAM=VALUE, instead of a \
+            file and SQL; its values are read from the server's event stream and printed as a local \
+            query's are (--once reads its current value). A dropped connection is reopened after 1, 2, \
+            4 ... 30 s, said on standard error; a refusal (no such query, bad parameters, a missing or \
+            invalid token: see --auth-token-file) ends the command. --arg, --interval and the limits \
+            do not apply: the server runs the query.
+
             Formats: `table` (the default on a terminal: redrawn in place, changed cells in reverse \
             video unless NO_COLOR is set), `ndjson` (the default into a pipe or a file: one JSON \
             object per value, {"seq", "time", "query" (with several SQL), "columns", "rows"}), `json` \
@@ -37,7 +47,10 @@ struct WatchCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The SQLite database file (opened read-only; never created).")
+    @Argument(
+        help:
+            "The SQLite database file (opened read-only; never created), or the address of a served query (http://HOST:PORT/queries/NAME?n=10)."
+    )
     var database: String
 
     @Argument(help: "The query to watch; give several to watch each. Each holds one statement.")
@@ -71,8 +84,32 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(help: "Colour and reverse video: auto (on a terminal unless NO_COLOR is set), always or never.")
     var color: ColorMode = .auto
 
+    @Option(
+        help: ArgumentHelp(
+            "A served query: send the first line of this file as a bearer token (serve's --auth-token-file).",
+            valueName: "file"))
+    var authTokenFile: String?
+
     func validate() throws {
-        if sql.isEmpty { throw ValidationError("Give the SQL to watch after the database path.") }
+        if ServedQueryAddress.isAddress(database) {
+            do {
+                _ = try ServedQueryAddress.parse(database)
+            } catch let failure as CommandFailure {
+                throw ValidationError(failure.message)
+            }
+            if !sql.isEmpty {
+                throw ValidationError(
+                    "A served query's SQL is the server's: give its parameters in the address (?n=10), not SQL.")
+            }
+            if !arguments.isEmpty {
+                throw ValidationError("--arg is for SQL; give a served query's parameters in the address.")
+            }
+        } else if authTokenFile != nil {
+            throw ValidationError("--auth-token-file is for a served query's address (http://…).")
+        }
+        if sql.isEmpty && !ServedQueryAddress.isAddress(database) {
+            throw ValidationError("Give the SQL to watch after the database path.")
+        }
         if sql.contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }) {
             throw ValidationError("The SQL is empty.")
         }
@@ -89,14 +126,12 @@ struct WatchCommand: AsyncParsableCommand {
     func run() async throws {
         let interrupt = InterruptSignal(exitStatus: .success)
         Output.endWhenStandardOutputCloses()
-        let terminal = Terminal.standardOutput(color: color)
-        let format = self.format ?? (terminal.isTerminal ? .table : .ndjson)
-        var printer = WatchPrinter(format: format, changes: changes, queries: sql)
+        if ServedQueryAddress.isAddress(database) {
+            try await watchServed(interrupt: interrupt)
+            return
+        }
+        var printer = makePrinter(queries: sql)
         printer.databasePath = database
-        printer.redrawsInPlace = terminal.isTerminal && format == .table && !changes && !once
-        printer.titlesTables = !(once && sql.count == 1)
-        let color = self.color
-        printer.terminal = { Terminal.standardOutput(color: color) }
 
         let pool = try await DatabasePool.openForWatching(
             database, pollInterval: .seconds(interval), readers: sql.count, interrupt: interrupt)
@@ -112,6 +147,57 @@ struct WatchCommand: AsyncParsableCommand {
                 readOnlyCommand: true)
         }
         if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
+    }
+
+    /// The printer of `queries`' values (their SQL, or a served query's
+    /// address) in the chosen format.
+    private func makePrinter(queries: [String]) -> WatchPrinter {
+        let terminal = Terminal.standardOutput(color: color)
+        let format = self.format ?? (terminal.isTerminal ? .table : .ndjson)
+        var printer = WatchPrinter(format: format, changes: changes, queries: queries)
+        printer.redrawsInPlace = terminal.isTerminal && format == .table && !changes && !once
+        printer.titlesTables = !(once && queries.count == 1)
+        let color = self.color
+        printer.terminal = { Terminal.standardOutput(color: color) }
+        return printer
+    }
+
+    /// `watch` of a served query's address.
+    private func watchServed(interrupt: InterruptSignal) async throws {
+        let address = try ServedQueryAddress.parse(database)
+        let authorization = try authTokenFile.map { "Bearer " + (try Self.token(in: $0)) }
+        var printer = makePrinter(queries: [address.valueURL])
+        printer.databasePath = address.base
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: ServedQueryReader.readTimeout)
+        // A refused connection is said at once: the reader retries itself, with its notices.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let reader = ServedQueryReader(address: address, authorization: authorization, client: client)
+        var session = WatchSession(printer: printer, queryCount: 1, limit: once ? nil : count, once: once)
+        do {
+            try await session.run(served: reader, keyNames: await reader.keyNames(), interrupt: interrupt)
+        } catch {
+            try? await client.shutdown()
+            if session.printedLiveScreen { Output.standardOutput("\n") }
+            throw ErrorReport.exit(for: error, context: nil, readOnlyCommand: true)
+        }
+        try? await client.shutdown()
+        if session.printedLiveScreen { Output.standardOutput(ANSI.reset + "\n") }
+    }
+
+    /// The first non-empty line of `path`, trimmed.
+    private static func token(in path: String) throws -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw CommandFailure(.unavailable, "--auth-token-file \(CellText.sanitized(path)): cannot read the file.")
+        }
+        guard
+            let line = text.split(whereSeparator: \.isNewline).lazy.map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { !$0.isEmpty })
+        else {
+            throw CommandFailure(.usage, "--auth-token-file \(CellText.sanitized(path)): the file holds no token.")
+        }
+        return line
     }
 }
 

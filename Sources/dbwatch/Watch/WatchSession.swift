@@ -37,6 +37,8 @@ struct WatchSession {
         case result(Int, Result<QueryResult, any Error>)
         /// Ctrl-C, `SIGTERM` or `SIGHUP`.
         case interrupted
+        /// A served query cannot be read (see ``ServedQueryReader``).
+        case failed(any Error)
     }
 
     /// Watches `queries` on `pool` and prints; returns normally at the end
@@ -55,16 +57,49 @@ struct WatchSession {
                 if await interrupt.wait() != nil { continuation.yield(.interrupted) }
             }
             defer { group.cancelAll() }
-            try await consume(events, queries: queries)
+            try await consume(events, sql: queries.map(\.sql))
         }
     }
 
-    private mutating func consume(_ events: AsyncStream<Event>, queries: [WatchedQuery]) async throws {
+    /// Watches the served query `reader` reads (its current value only with
+    /// `--once`) and prints, as ``run(_:on:interrupt:)`` does for local
+    /// queries; a lost connection is reopened (said on standard error).
+    mutating func run(served reader: ServedQueryReader, keyNames: [String]?, interrupt: InterruptSignal) async throws {
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let once = self.once
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    if once {
+                        continuation.yield(.result(0, .success(try await reader.current(keyNames: keyNames))))
+                    } else {
+                        try await reader.follow(
+                            keyNames: keyNames, onResult: { continuation.yield(.result(0, $0)) },
+                            onNotice: { Output.standardError($0 + "\n") })
+                    }
+                } catch is CancellationError {
+                } catch {
+                    continuation.yield(.failed(error))
+                }
+            }
+            group.addTask {
+                if await interrupt.wait() != nil { continuation.yield(.interrupted) }
+            }
+            defer { group.cancelAll() }
+            try await consume(events, sql: [nil])
+        }
+    }
+
+    /// Prints the values of `events` until the session ends; `sql` is each
+    /// query's SQL (`nil` for a served one) for error reports.
+    private mutating func consume(_ events: AsyncStream<Event>, sql: [String?]) async throws {
         var printed = Array(repeating: false, count: queryCount)
         for await event in events {
             switch event {
             case .interrupted:
                 return
+            case .failed(let error):
+                throw error
             case .result(let index, .success(let value)):
                 let text = printer.text(for: value, query: index, at: Date())
                 Output.standardOutput(text)
@@ -75,12 +110,12 @@ struct WatchSession {
             case .result(let index, .failure(let error)):
                 if !printed[index] || error is DatabaseFileReplacedError {
                     failedQuery = queryCount > 1 ? index : nil
-                    failedSQL = queries[index].sql
+                    failedSQL = sql[index]
                     throw error
                 }
                 let context = queryCount > 1 ? "query \(index + 1)" : "query"
                 Output.standardError(
-                    ErrorReport.text(for: error, context: context, sql: queries[index].sql, readOnlyCommand: true)
+                    ErrorReport.text(for: error, context: context, sql: sql[index], readOnlyCommand: true)
                         + "\n"
                         + "dbwatch: still watching; the next change refetches.\n")
             }
