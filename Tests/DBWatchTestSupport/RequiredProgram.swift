@@ -46,6 +46,9 @@ public struct RequiredProgram: Sendable {
     /// `openssl`: the certificates of the TLS tests.
     public static let openssl = RequiredProgram(
         name: "openssl", package: "openssl", purpose: "the TLS tests make their certificates with it")
+    /// `node`: the JavaScript client's tests (`node --test`).
+    public static let node = RequiredProgram(
+        name: "node", package: "nodejs", purpose: "the JavaScript client's tests run in node")
     /// PostgreSQL's server programs (`initdb`, `pg_ctl`, `postgres`,
     /// `psql`): the tests that start a ``PostgresServer``. Its path is the
     /// programs' folder (see ``PostgresServer/programsFolder``).
