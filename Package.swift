@@ -147,7 +147,10 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The JavaScript client (`node --test Tests/JavaScript`): to be
+            // embedded and served at `/dbwatch.js` with the sync protocol.
+            exclude: ["Client"]
         ),
         // `LiveQueries` and `LiveQuery` as ServiceLifecycle services (any
         // server that runs a `ServiceGroup`; Hummingbird's `Application`
