@@ -20,20 +20,33 @@ extension KeyedChanges {
     ///   - new: The fresh result.
     /// - Returns: Changes such that `old.applying(changes) == new`.
     public static func between(_ old: KeyedRows, _ new: KeyedRows) -> KeyedChanges {
-        var deletes: [Data] = []
-        for row in old.rows where new.positions[row.key] == nil {
-            deletes.append(row.key)
-        }
         // The old position of each new row whose key the old result has
         // (-1 for a new key), and the same positions of common keys alone.
+        // A row usually follows the row that followed it before: its key is
+        // compared at that position first, and looked up only when it
+        // differs (a move, an insert, after a delete).
         var oldPositions = [Int](repeating: -1, count: new.rows.count)
         var commonOldPositions: [Int] = []
         commonOldPositions.reserveCapacity(new.rows.count)
+        var matched = [Bool](repeating: false, count: old.rows.count)
+        var guess = 0
         for (position, row) in new.rows.enumerated() {
-            if let oldPosition = old.positions[row.key] {
+            let oldPosition: Int?
+            if guess < old.rows.count && old.rows[guess].key == row.key {
+                oldPosition = guess
+            } else {
+                oldPosition = old.positions[row.key]
+            }
+            if let oldPosition {
                 oldPositions[position] = oldPosition
                 commonOldPositions.append(oldPosition)
+                matched[oldPosition] = true
+                guess = oldPosition + 1
             }
+        }
+        var deletes: [Data] = []
+        for (position, row) in old.rows.enumerated() where !matched[position] {
+            deletes.append(row.key)
         }
         let stays = longestIncreasingSubsequence(commonOldPositions)
         var upserts: [Upsert] = []

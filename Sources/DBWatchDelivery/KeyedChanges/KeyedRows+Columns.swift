@@ -45,14 +45,14 @@ extension KeyedRows {
 
     /// `[e1,e2,…]`.
     private static func array(_ elements: [Data]) -> Data {
-        var json = Data()
+        var json: [UInt8] = []
         json.reserveCapacity(elements.reduce(2) { $0 + $1.count + 1 })
         json.append(UInt8(ascii: "["))
         for (position, element) in elements.enumerated() {
             if position > 0 { json.append(UInt8(ascii: ",")) }
-            json.append(element)
+            json.append(contentsOf: element)
         }
         json.append(UInt8(ascii: "]"))
-        return json
+        return Data(json)
     }
 }

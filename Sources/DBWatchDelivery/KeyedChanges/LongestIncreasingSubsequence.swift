@@ -20,6 +20,12 @@ func longestIncreasingSubsequence(_ values: [Int]) -> [Bool] {
     tails.reserveCapacity(values.count)
     var previous = [Int](repeating: -1, count: values.count)
     for (position, value) in values.enumerated() {
+        // Mostly in order: extending the longest one needs no search.
+        if let last = tails.last, values[last] < value {
+            previous[position] = last
+            tails.append(position)
+            continue
+        }
         var low = 0
         var high = tails.count
         while low < high {
