@@ -36,6 +36,12 @@ import PackageDescription
 //
 //     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-replica
 //     Benchmarks/.build/release/dbwatch-bench-replica --runs 3
+//
+// Keyed changes against whole values (issue 26), a 10,000-row leaderboard
+// where one score changes:
+//
+//     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-changes
+//     Benchmarks/.build/release/dbwatch-bench-changes --runs 101
 let package = Package(
     name: "DBWatchBenchmarks",
     traits: [
@@ -99,6 +105,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Keyed changes against whole values (issue 26): bytes and time for
+        // a 10,000-row ordered result where one row changes.
+        .executableTarget(
+            name: "dbwatch-bench-changes",
+            dependencies: [
+                .product(name: "DBWatchHummingbird", package: "DBWatch")
             ]
         ),
         // The PostgreSQL replica of issue 19: commit-to-value latency and
