@@ -40,6 +40,7 @@ test("changes that do not fit are a ChangeError and leave a KeyedResult as it wa
     { upsert: [{ key: 3, index: 0, row: "c" }, { key: 4, index: 0, row: "d" }] },
     { upsert: [{ key: 1, row: "A" }, { key: 1, index: 0 }] },
     { upsert: [{ key: 2 }] },
+    { delete: [1], upsert: [{ key: 1, index: 0, row: "A" }] },
   ];
   for (const changes of misfits) {
     const result = new KeyedResult();

@@ -42,19 +42,22 @@ export function applyChanges(rows, changes) {
   for (const entry of rows) byKey.set(keyText(entry.key), entry);
 
   // 1. Remove the deleted keys and the keys of upserts with an index.
+  const mentioned = new Set();
+  const mention = (text) => {
+    if (mentioned.has(text)) throw new ChangeError(`key mentioned twice: ${text}`);
+    mentioned.add(text);
+  };
   const removed = new Set();
   for (const key of deletes) {
     const text = keyText(key);
+    mention(text);
     if (!byKey.has(text)) throw new ChangeError(`delete of a key the result does not hold: ${text}`);
-    if (removed.has(text)) throw new ChangeError(`key deleted twice: ${text}`);
     removed.add(text);
   }
-  const upserted = new Set();
   const placed = [];
   for (const upsert of upserts) {
     const text = keyText(upsert.key);
-    if (upserted.has(text)) throw new ChangeError(`key upserted twice: ${text}`);
-    upserted.add(text);
+    mention(text);
     if (upsert.index === undefined || upsert.index === null) continue;
     if (!Number.isInteger(upsert.index) || upsert.index < 0) {
       throw new ChangeError(`bad index for ${text}: ${upsert.index}`);
