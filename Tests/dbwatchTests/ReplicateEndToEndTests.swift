@@ -103,7 +103,7 @@ struct ReplicateEndToEndTests {
                     }
                     first.send(SIGSTOP)
                     try await writer.value
-                    try await server.psql(whileFrozen.joined(separator: "\n"))
+                    _ = try await server.psql(whileFrozen.joined(separator: "\n"))
                     first.send(SIGKILL)
                     let killed = try await first.waitForExit()
                     #expect(killed.exitStatus == 128 + SIGKILL)

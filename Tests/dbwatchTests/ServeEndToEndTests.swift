@@ -79,7 +79,8 @@ struct ServeEndToEndTests {
             let url = served.url + "queries/teams/events"
             let holder = try await EventStream.open(url)
             let held = try await holder.nextEvent()
-            let resumed = try await EventStream.open(url, lastEventID: try #require(held.id))
+            let heldID = try #require(held.id)
+            let resumed = try await EventStream.open(url, lastEventID: heldID)
             let stale = try await EventStream.open(url, lastEventID: "1-0")
             // A client holding another value gets the current one at once.
             #expect(try await stale.nextEvent().data == held.data)
