@@ -1,4 +1,5 @@
 @_exported import DBWatchDelivery
+@_exported import DBWatchMetrics
 import DBWatch
 import HTTPTypes
 import Hummingbird
