@@ -105,19 +105,21 @@ public final class LiveQueriesMetrics: Sendable {
     /// metrics.record()
     /// ```
     public func record() {
-        let now = live.statistics
-        // Under the lock: two concurrent calls never count a difference twice.
-        last.withLock { last in
-            clientsConnected.record(now.clientsConnected)
-            sharedObservations.record(now.observations)
-            Self.increment(valuesSent, from: last?.valuesSent, to: now.valuesSent)
-            Self.increment(errorsSent, from: last?.errorsSent, to: now.errorsSent)
-            Self.increment(fetches, from: last?.fetches, to: now.fetches)
-            Self.increment(valuesSkipped, from: last?.valuesSkipped, to: now.valuesSkipped)
-            Self.increment(clientsStalled, from: last?.clientsStalled, to: now.clientsStalled)
-            Self.increment(observationsRefused, from: last?.observationsRefused, to: now.observationsRefused)
-            last = now
+        // Read and remembered under the lock, so that two concurrent calls
+        // never count a difference twice; the backend is called outside it.
+        let (now, last) = last.withLock { last in
+            let now = live.statistics
+            defer { last = now }
+            return (now, last)
         }
+        clientsConnected.record(now.clientsConnected)
+        sharedObservations.record(now.observations)
+        Self.increment(valuesSent, from: last?.valuesSent, to: now.valuesSent)
+        Self.increment(errorsSent, from: last?.errorsSent, to: now.errorsSent)
+        Self.increment(fetches, from: last?.fetches, to: now.fetches)
+        Self.increment(valuesSkipped, from: last?.valuesSkipped, to: now.valuesSkipped)
+        Self.increment(clientsStalled, from: last?.clientsStalled, to: now.clientsStalled)
+        Self.increment(observationsRefused, from: last?.observationsRefused, to: now.observationsRefused)
     }
 
     /// Records every `interval` until cancelled, and once more at the end.

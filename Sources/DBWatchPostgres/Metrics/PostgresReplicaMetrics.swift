@@ -86,19 +86,22 @@ public final class PostgresReplicaMetrics: Sendable {
     /// metrics.record()   // right before a scrape
     /// ```
     public func record(at now: Date = Date()) {
-        let status = replica.status
-        last.withLock { last in
-            if let position = status.appliedPosition { appliedPosition.record(Double(position.rawValue)) }
-            lagBytes.record(Double(status.lagBytes))
-            lagSeconds.record(status.lag(at: now))
-            streaming.record(status.phase == .streaming && status.isConnected ? 1 : 0)
-            if status.appliedTransactions > last.transactions {
-                transactionsApplied.increment(by: status.appliedTransactions - last.transactions)
-            }
-            if status.appliedChanges > last.rows { rowsApplied.increment(by: status.appliedChanges - last.rows) }
-            if status.reconnects > last.reconnects { reconnects.increment(by: status.reconnects - last.reconnects) }
-            last = (status.appliedTransactions, status.appliedChanges, status.reconnects)
+        // Read and remembered under the lock, so that two concurrent calls
+        // never count a difference twice; the backend is called outside it.
+        let (status, last) = last.withLock { last in
+            let status = replica.status
+            defer { last = (status.appliedTransactions, status.appliedChanges, status.reconnects) }
+            return (status, last)
         }
+        if let position = status.appliedPosition { appliedPosition.record(Double(position.rawValue)) }
+        lagBytes.record(Double(status.lagBytes))
+        lagSeconds.record(status.lag(at: now))
+        streaming.record(status.phase == .streaming && status.isConnected ? 1 : 0)
+        if status.appliedTransactions > last.transactions {
+            transactionsApplied.increment(by: status.appliedTransactions - last.transactions)
+        }
+        if status.appliedChanges > last.rows { rowsApplied.increment(by: status.appliedChanges - last.rows) }
+        if status.reconnects > last.reconnects { reconnects.increment(by: status.reconnects - last.reconnects) }
     }
 
     /// Records every `interval` until cancelled, and once more at the end.
