@@ -254,11 +254,13 @@ let package = Package(
             name: "DBWatchDeliveryTests",
             dependencies: ["DBWatch", "DBWatchDelivery", "DBWatchTestSupport"]
         ),
-        // The metrics target against a recording metrics factory.
+        // The metrics target against a recording metrics factory, and the
+        // Hummingbird adapter's health routes, over real sockets.
         .testTarget(
             name: "DBWatchMetricsTests",
             dependencies: [
-                "DBWatch", "DBWatchDelivery", "DBWatchMetrics", "DBWatchTestSupport",
+                "DBWatch", "DBWatchDelivery", "DBWatchMetrics", "DBWatchHummingbird", "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
                 .product(name: "Metrics", package: "swift-metrics", condition: server),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: server),
             ]
