@@ -32,8 +32,8 @@ struct LoadOptions {
           --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4),
                         serve (issue 17: `dbwatch serve`, writes by this process; only when named),
                         serve-auth (issue 24: `dbwatch serve` without auth, with a token, with a JWT;
-                        only when named), serve-metrics (issue 28: `dbwatch serve` with --metrics off
-                        and on, /metrics scraped every second; only when named)
+                        only when named), serve-metrics (issue 28: `dbwatch serve` with --metrics off,
+                        on and scraped every second, on and never scraped; only when named)
           --server P    the dbwatch-bench-server executable (default: next to this one)
           --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
                         .build/release/dbwatch in the current directory)

@@ -5,12 +5,19 @@ import Foundation
 /// run: `clients` clients of one query, the board written by this process.
 /// With metrics on, this process scrapes `/metrics` every second while the
 /// writes are measured (Prometheus scrapes every 15 s by default: a
-/// pessimistic load), so the scrape's own cost is in the numbers.
+/// pessimistic load), so the scrape's own cost is in the numbers; a third
+/// server has metrics on and is never scraped.
 extension ScenarioRun {
-    /// The two modes, in an order that turns with `run`.
-    func metricsModes(run: Int) -> [(name: String, arguments: [String])] {
-        let modes = [("metrics off", [String]()), ("metrics on", ["--metrics"])]
-        return run % 2 == 1 ? modes : modes.reversed()
+    /// The three modes, in an order that turns with `run`: off, on and
+    /// scraped every second, on and never scraped (what the reporting
+    /// itself costs, without the scrapes' requests).
+    func metricsModes(run: Int) -> [(name: String, arguments: [String], scraped: Bool)] {
+        let modes = [
+            ("metrics off", [String](), false), ("metrics on", ["--metrics"], true),
+            ("metrics unscraped", ["--metrics"], false),
+        ]
+        let shift = (run - 1) % modes.count
+        return Array(modes[shift...] + modes[..<shift])
     }
 
     /// Both modes one after the other, each on a fresh board and server.
@@ -37,7 +44,7 @@ extension ScenarioRun {
             try await Task.sleep(for: .milliseconds(500))
             let control = HTTPControl(port: server.port, group: group)
             let scraper: Task<Int, Never>? =
-                mode.arguments.isEmpty
+                !mode.scraped
                 ? nil
                 : Task {
                     var scrapes = 0
@@ -72,10 +79,12 @@ extension Results {
                 "commit to last client p50, ms", "commit to each client p50, ms", "commit to each client p99, ms",
                 "server CPU per write, ms",
             ] {
-                if let on = last("metrics \(count) metrics on: \(measure)"),
-                    let off = last("metrics \(count) metrics off: \(measure)"), off > 0
-                {
-                    add("metrics \(count): on / off, \(measure.prefix { $0 != "," }), %", 100 * on / off)
+                for mode in ["on", "unscraped"] {
+                    if let on = last("metrics \(count) metrics \(mode): \(measure)"),
+                        let off = last("metrics \(count) metrics off: \(measure)"), off > 0
+                    {
+                        add("metrics \(count): \(mode) / off, \(measure.prefix { $0 != "," }), %", 100 * on / off)
+                    }
                 }
             }
         }
