@@ -148,9 +148,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The delivery engine's counters in swift-metrics, shared by both
-        // adapters and `dbwatch serve`. Its own target so that
-        // DBWatchDelivery keeps depending on DBWatch alone.
+        // The delivery engine's counters in swift-metrics, for the adapters
+        // (re-exported by DBWatchHummingbird; not yet by DBWatchVapor) and
+        // `dbwatch serve`. Its own target so that DBWatchDelivery keeps
+        // depending on DBWatch alone.
         .target(
             name: "DBWatchMetrics",
             dependencies: [
@@ -191,7 +192,6 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 "DBWatchDelivery",
-                "DBWatchMetrics",
                 .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "NIOCore", package: "swift-nio", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
