@@ -83,6 +83,13 @@ let package = Package(
         // through postgres-nio, in the ranges it accepts).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        // Traits Hummingbird, Vapor and Postgres: the integrations report
+        // through swift-metrics (already resolved through hummingbird, vapor
+        // and postgres-nio); the dbwatch executable alone bootstraps
+        // swift-prometheus as the backend of `serve --metrics` and
+        // `replicate --metrics`.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Trait Vapor: the DBWatchVapor product.
         .package(url: "https://github.com/vapor/vapor", .upToNextMinor(from: "4.122.3")),
         // Trait CommandLineTool: `watch` of a served query. And the tests'
@@ -120,7 +127,10 @@ let package = Package(
                 // Hummingbird and Postgres).
                 "DBWatchDelivery",
                 "DBWatchHummingbird",
+                "DBWatchMetrics",
                 "DBWatchPostgres",
+                .product(name: "Metrics", package: "swift-metrics", condition: commandLineTool),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: commandLineTool),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: hummingbird),
@@ -163,11 +173,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
             ]
         ),
+        // The delivery engine's counters in swift-metrics, for the adapters
+        // (re-exported by DBWatchHummingbird; not yet by DBWatchVapor) and
+        // `dbwatch serve`. Its own target so that DBWatchDelivery keeps
+        // depending on DBWatch alone.
+        .target(
+            name: "DBWatchMetrics",
+            dependencies: [
+                "DBWatchDelivery",
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
+            ]
+        ),
         .target(
             name: "DBWatchHummingbird",
             dependencies: [
                 "DBWatch",
                 "DBWatchDelivery",
+                "DBWatchMetrics",
                 "DBWatchServiceLifecycle",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: hummingbird),
@@ -187,6 +209,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto", condition: postgres),
+                .product(name: "Metrics", package: "swift-metrics", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -256,6 +279,17 @@ let package = Package(
         .testTarget(
             name: "DBWatchDeliveryTests",
             dependencies: ["DBWatch", "DBWatchDelivery", "DBWatchTestSupport"]
+        ),
+        // The metrics target against a recording metrics factory, and the
+        // Hummingbird adapter's health routes, over real sockets.
+        .testTarget(
+            name: "DBWatchMetricsTests",
+            dependencies: [
+                "DBWatch", "DBWatchDelivery", "DBWatchMetrics", "DBWatchHummingbird", "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: server),
+            ]
         ),
         .testTarget(
             name: "DBWatchHummingbirdTests",

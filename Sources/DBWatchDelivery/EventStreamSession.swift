@@ -69,7 +69,8 @@ package struct EventStreamSession<Request: Queryable>: Sendable {
         guard live.register(client) else { return nil }
         do {
             let observation = try live.subscribe(client, to: request, scope: scope, logger: logger, encode: encode)
-            logger.debug("Live query client connected", metadata: ["request": "\(request)"])
+            logger.debug(
+                "Live query client connected", metadata: [LogKey.request: "\(request)", LogKey.transport: "sse"])
             return .some(observation)
         } catch {
             client.offer(.error(ErrorBody(error)))
@@ -84,9 +85,13 @@ package struct EventStreamSession<Request: Queryable>: Sendable {
     private func end(_ observation: SharedObservation?, error: (any Error)?) {
         if let error {
             let reason = client.finishReason.map { "\($0)" } ?? "\(error)"
-            logger.debug("Live query client gone", metadata: ["request": "\(request)", "reason": "\(reason)"])
+            logger.debug(
+                "Live query client left",
+                metadata: [LogKey.request: "\(request)", LogKey.transport: "sse", LogKey.reason: "\(reason)"])
         } else {
-            logger.debug("Live query stream ended", metadata: ["request": "\(request)"])
+            logger.debug(
+                "Live query client left",
+                metadata: [LogKey.request: "\(request)", LogKey.transport: "sse", LogKey.reason: "stream ended"])
         }
         if let observation { live.unsubscribe(client, from: observation) }
         live.unregister(client)

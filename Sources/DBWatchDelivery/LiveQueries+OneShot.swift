@@ -30,9 +30,13 @@ extension LiveQueries {
         let answer = HTTPAnswer.error(error, retryAfterSeconds: configuration.retryAfterSeconds)
         let described = request.map { "\($0)" } ?? "-"
         if answer.status >= 500 {
-            logger.warning("Live query failed", metadata: ["request": "\(described)", "error": "\(error)"])
+            logger.warning(
+                "Live query failed",
+                metadata: [LogKey.request: "\(described)", LogKey.status: "\(answer.status)", LogKey.error: "\(error)"])
         } else {
-            logger.debug("Live query refused", metadata: ["request": "\(described)"])
+            logger.debug(
+                "Live query request refused",
+                metadata: [LogKey.request: "\(described)", LogKey.status: "\(answer.status)", LogKey.error: "\(error)"])
         }
         return answer
     }

@@ -51,7 +51,8 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
         do {
             observed = try await request(try JSONDecoder().decode(Message.self, from: message))
         } catch {
-            logger.debug("Live query WebSocket request refused", metadata: ["error": "\(error)"])
+            logger.debug(
+                "Live query request refused", metadata: [LogKey.transport: "websocket", LogKey.error: "\(error)"])
             client.offer(.error(ErrorBody(refusal: error)))
             return
         }
@@ -64,7 +65,9 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
             observation = try live.subscribe(
                 client, to: observed, scope: scope, logger: logger, replacing: current, encode: encode)
         } catch {
-            logger.debug("Live query WebSocket request refused", metadata: ["request": "\(observed)"])
+            logger.debug(
+                "Live query request refused",
+                metadata: [LogKey.request: "\(observed)", LogKey.transport: "websocket", LogKey.error: "\(error)"])
             client.offer(.error(ErrorBody(error)))
             return
         }
@@ -76,7 +79,8 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
             return previous === observation ? nil : previous
         }
         if let left { live.unsubscribe(client, from: left) }
-        logger.debug("Live query WebSocket request", metadata: ["request": "\(observed)"])
+        logger.debug(
+            "Live query WebSocket request", metadata: [LogKey.request: "\(observed)", LogKey.transport: "websocket"])
     }
 
     /// Runs the connection's writes until it ends; returns when the client
@@ -91,6 +95,7 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
             try await write(.end(.shutdown))
             return
         }
+        logger.debug("Live query client connected", metadata: [LogKey.transport: "websocket"])
         do {
             try await client.run(counters: live.counters, write: write)
         } catch  where client.finishReason == .disconnected {
@@ -105,6 +110,11 @@ package final class WebSocketSession<Message: Decodable & Sendable, Request: Que
     /// Unregisters the client and leaves its subscription, once its loop ended.
     @inline(never)
     private func end() {
+        logger.debug(
+            "Live query client left",
+            metadata: [
+                LogKey.transport: "websocket", LogKey.reason: "\(client.finishReason.map { "\($0)" } ?? "ended")",
+            ])
         live.unregister(client)
         let last = subscription.withLock { subscription -> SharedObservation? in
             defer { subscription = .closed }

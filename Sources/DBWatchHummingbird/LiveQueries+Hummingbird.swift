@@ -1,4 +1,5 @@
 @_exported import DBWatchDelivery
+@_exported import DBWatchMetrics
 @_exported import DBWatchServiceLifecycle
 import DBWatch
 import HTTPTypes

@@ -100,6 +100,7 @@
         }
 
         private static func addRoutes(to router: Router<BasicWebSocketRequestContext>, live: LiveQueries) {
+            live.addHealthRoutes(to: router)
             router.get("top") { request, context in
                 let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 10
                 guard limit >= 0 else {

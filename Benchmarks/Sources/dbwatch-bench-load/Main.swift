@@ -22,7 +22,7 @@ struct LoadOptions {
     var skipWriteRates = false
 
     static let usage = """
-        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve,serve-auth]
+        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve,serve-auth,serve-metrics]
                                  [--server PATH] [--dbwatch PATH] [--child-task-baseline]
                                  [--floor] [--floor-server PATH] [--before-server PATH] [--skip-write-rates]
 
@@ -32,7 +32,8 @@ struct LoadOptions {
           --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4),
                         serve (issue 17: `dbwatch serve`, writes by this process; only when named),
                         serve-auth (issue 24: `dbwatch serve` without auth, with a token, with a JWT;
-                        only when named)
+                        only when named), serve-metrics (issue 28: `dbwatch serve` with --metrics off,
+                        on and scraped every second, on and never scraped; only when named)
           --server P    the dbwatch-bench-server executable (default: next to this one)
           --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
                         .build/release/dbwatch in the current directory)
@@ -124,7 +125,8 @@ struct LoadMain {
                 + "\(options.writes) measured writes per fan-out")
         let scenarios =
             options.only.isEmpty
-            ? ["fanout", "rows"] : ["fanout", "rows", "serve", "serve-auth"].filter(options.only.contains)
+            ? ["fanout", "rows"]
+            : ["fanout", "rows", "serve", "serve-auth", "serve-metrics"].filter(options.only.contains)
         for run in 1...options.runs {
             for scenario in scenarios {
                 for clients in options.clients {
@@ -135,12 +137,14 @@ struct LoadMain {
                     case "fanout": try await scenarioResults.fanOut(run: run)
                     case "rows": try await scenarioResults.rows()
                     case "serve-auth": try await scenarioResults.serveAuthentication(run: run)
+                    case "serve-metrics": try await scenarioResults.serveMetrics(run: run)
                     default: try await scenarioResults.serve()
                     }
                 }
             }
             results.derive(clients: options.clients)
             results.deriveAuthentication(clients: options.clients)
+            results.deriveMetrics(clients: options.clients)
         }
         results.print()
         try await group.shutdownGracefully()

@@ -23,6 +23,6 @@ extension PostgresReplica {
             }
         }
         try await store.markRemoved()
-        logger.info("replica removed", metadata: ["slot": "\(record.slot)"])
+        logger.info("replica removed", metadata: ["dbwatch.slot": "\(record.slot)"])
     }
 }

@@ -26,7 +26,9 @@ extension PostgresReplica {
                     """)
             }
             try await source.nameSession(after: existing.slot)
-            logger.info("replica resumes", metadata: ["slot": "\(existing.slot)", "position": "\(existing.position)"])
+            logger.info(
+                "replica resumes",
+                metadata: ["dbwatch.slot": "\(existing.slot)", "dbwatch.position": "\(existing.position)"])
         } else {
             record = try await copy(tables, from: source, replacing: record)
         }
@@ -109,7 +111,8 @@ extension PostgresReplica {
             slot: slot, publication: publication, ownsPublication: configuration.publication == nil,
             tables: tables, isCopied: false, position: .zero)
         update { $0.slotName = slot }
-        logger.info("replica copies its tables", metadata: ["slot": "\(slot)", "tables": "\(tables.count)"])
+        logger.info(
+            "replica copies its tables", metadata: ["dbwatch.slot": "\(slot)", "dbwatch.tables": "\(tables.count)"])
         // The record goes first, so that a crash from here on leaves a file
         // that names the slot to drop and copies again.
         try await store.beginCopy(record, replacing: previous)
@@ -146,7 +149,7 @@ extension PostgresReplica {
         record.isCopied = true
         record.position = start
         record.copySnapshot = snapshot
-        logger.info("replica copied its tables", metadata: ["slot": "\(slot)", "position": "\(start)"])
+        logger.info("replica copied its tables", metadata: ["dbwatch.slot": "\(slot)", "dbwatch.position": "\(start)"])
         return record
     }
 

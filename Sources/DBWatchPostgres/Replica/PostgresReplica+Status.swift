@@ -1,3 +1,5 @@
+import Foundation
+
 extension PostgresReplica {
     /// What a replica is doing, read with ``PostgresReplica/status``.
     public struct Status: Sendable, Equatable {
@@ -46,5 +48,48 @@ extension PostgresReplica {
         /// Row changes (inserted, updated or deleted rows, truncated tables)
         /// applied since `run()` started.
         public var appliedChanges = 0
+        /// Connections to PostgreSQL lost and retried since `run()` started.
+        public var reconnects = 0
+        /// When the replica last knew it had applied all of PostgreSQL's log
+        /// (`nil` before that): the start of the lag that grows while
+        /// PostgreSQL cannot be reached.
+        public var caughtUpAt: Date?
+        /// Whether the replica reached PostgreSQL's end of log since its
+        /// connection was last lost (false after each loss until then).
+        public var caughtUpSinceConnecting = false
+
+        /// How far behind PostgreSQL the replica is at `now`, in seconds:
+        /// ``lagSeconds`` while streaming, connected and caught up since
+        /// connecting; otherwise the time since it was last caught up
+        /// (``caughtUpAt``), which grows while PostgreSQL cannot be reached
+        /// and until the replica caught up again. ``lagSeconds`` before it
+        /// first caught up.
+        ///
+        /// ```swift
+        /// replica.status.lag()   // 0 when caught up; 12.5 twelve seconds after PostgreSQL stopped
+        /// ```
+        public func lag(at now: Date = Date()) -> Double {
+            if phase == .streaming, isConnected, caughtUpSinceConnecting { return lagSeconds }
+            guard let caughtUpAt else { return lagSeconds }
+            return max(lagSeconds, now.timeIntervalSince(caughtUpAt))
+        }
+
+        /// Why the replica should not take traffic, or `nil` when it is
+        /// streaming, connected and at most `maxLag` seconds behind: the
+        /// condition of a `/readyz`.
+        ///
+        /// ```swift
+        /// live.addHealthRoutes(to: router) { replica.status.unreadiness(maxLag: 5) }
+        /// ```
+        public func unreadiness(maxLag: Double, at now: Date = Date()) -> String? {
+            guard phase == .streaming else { return "the replica is \(phase.rawValue), not streaming" }
+            guard isConnected else { return "the replica lost PostgreSQL" }
+            guard caughtUpSinceConnecting else { return "the replica has not caught up with PostgreSQL yet" }
+            let lag = lag(at: now)
+            guard lag <= maxLag else {
+                return "the replica is \((lag * 10).rounded() / 10) s behind PostgreSQL (at most \(maxLag) s allowed)"
+            }
+            return nil
+        }
     }
 }

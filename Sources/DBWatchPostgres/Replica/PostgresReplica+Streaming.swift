@@ -31,7 +31,9 @@ extension PostgresReplica {
                 START_REPLICATION SLOT \(quoted(record.slot)) LOGICAL \(record.position) \
                 (proto_version '1', publication_names '\(publications)')
                 """)
-            logger.debug("replica streams", metadata: ["slot": "\(record.slot)", "position": "\(record.position)"])
+            logger.info(
+                "replica streaming",
+                metadata: ["dbwatch.slot": "\(record.slot)", "dbwatch.position": "\(record.position)"])
             update {
                 $0.isConnected = true
                 if $0.lastError?.isRetried == true { $0.lastError = nil }
@@ -98,6 +100,8 @@ extension PostgresReplica {
                 if let serverEnd { $0.sourcePosition = max($0.sourcePosition ?? serverEnd, serverEnd) }
                 if batch.caughtUp {
                     $0.lagSeconds = 0
+                    $0.caughtUpAt = Date()
+                    $0.caughtUpSinceConnecting = true
                     $0.sourcePosition = max($0.sourcePosition ?? received, received)
                 }
             }

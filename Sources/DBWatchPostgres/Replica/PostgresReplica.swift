@@ -86,18 +86,20 @@ public final class PostgresReplica: Service, Sendable {
         defer { state.withLock { $0.isRunning = false } }
         do {
             try await cancelWhenGracefulShutdown { try await self.runWithRetries() }
+            logger.info("replica stopped")
             stop(phase: .stopped, error: nil)
         } catch let error as ReplicaError {
-            logger.error("replica stopped", metadata: ["error": "\(error)"])
+            logger.error("replica stopped", metadata: ["dbwatch.error": "\(error)"])
             stop(phase: .failed, error: error)
             throw error
         } catch {
             if Task.isCancelled || error is CancellationError {
+                logger.info("replica stopped")
                 stop(phase: .stopped, error: nil)
                 return
             }
             let replicaError = ReplicaError(classifying: error)
-            logger.error("replica stopped", metadata: ["error": "\(error)"])
+            logger.error("replica stopped", metadata: ["dbwatch.error": "\(error)"])
             stop(phase: .failed, error: replicaError)
             throw replicaError
         }
@@ -141,10 +143,13 @@ public final class PostgresReplica: Service, Sendable {
                 let replicaError = ReplicaError(classifying: error)
                 guard replicaError.isRetried else { throw replicaError }
                 logger.warning(
-                    "replica lost PostgreSQL; retrying", metadata: ["error": "\(replicaError)", "delay": "\(delay)"])
+                    "replica lost PostgreSQL; retrying",
+                    metadata: ["dbwatch.error": "\(replicaError)", "dbwatch.delay": "\(delay)"])
                 update {
                     $0.isConnected = false
                     $0.lastError = replicaError
+                    $0.reconnects += 1
+                    $0.caughtUpSinceConnecting = false
                 }
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, configuration.maximumRetryDelay)

@@ -279,7 +279,7 @@ final class ReplicationConnection {
                 if let scram, !scram.isDone {
                     throw ReplicaError(.sourceNotReady, "PostgreSQL skipped the end of SCRAM-SHA-256")
                 }
-                logger.debug("replication connection ready", metadata: ["tls": "\(isEncrypted)"])
+                logger.debug("replication connection ready", metadata: ["dbwatch.tls": "\(isEncrypted)"])
                 return
             default:
                 continue
@@ -359,7 +359,7 @@ final class ReplicationConnection {
                 case .copyDone, .commandComplete, .readyForQuery:
                     throw ReplicaError(.sourceUnreachable, "PostgreSQL ended the replication stream")
                 case .notice(let notice):
-                    logger.debug("PostgreSQL notice", metadata: ["notice": "\(notice)"])
+                    logger.debug("PostgreSQL notice", metadata: ["dbwatch.notice": "\(notice)"])
                 default:
                     continue
                 }

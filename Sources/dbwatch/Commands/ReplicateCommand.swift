@@ -33,6 +33,13 @@ struct ReplicateCommand: AsyncParsableCommand {
             is gone for good). Status lines (phases, retried errors) go to standard error, unless \
             --quiet.
 
+            With --metrics [host:]port, a small HTTP server on that address answers GET /metrics \
+            (dbwatch_replica_lag_seconds, dbwatch_replica_transactions_applied_total, ... in \
+            Prometheus' text format), GET /healthz (200 while the process answers) and GET /readyz \
+            (200 while the replica streams, caught up since it connected and at most --ready-max-lag \
+            seconds behind PostgreSQL, else 503 with a JSON {"message"}); its address is printed on \
+            standard output once it listens.
+
             The URL: postgres://user:password@host:port/database (or postgresql://), port 5432 and \
             database the user's name unless given; ?sslmode=disable, prefer (the default: TLS if the \
             server offers it) or require (TLS with the server's certificate verified; verify-full \
@@ -64,6 +71,19 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Flag(help: "Print no status lines, only a fatal error.")
     var quiet = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve GET /metrics (Prometheus' text format), /healthz and /readyz on this address, "
+                + "[host:]port (host 127.0.0.1 unless given; port 0: any free port).",
+            valueName: "address"))
+    var metrics: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "/readyz answers 503 while the replica is more than this many seconds behind PostgreSQL.",
+            valueName: "seconds"))
+    var readyMaxLag: Double = 10
+
     func validate() throws {
         _ = try PostgresURL.parse(url)
         switch (tables.isEmpty, publication) {
@@ -73,6 +93,10 @@ struct ReplicateCommand: AsyncParsableCommand {
         default: break
         }
         if tables.contains(where: \.isEmpty) { throw ValidationError("--table is empty.") }
+        if let metrics { _ = try OperationsAddress.parse(metrics) }
+        if !(readyMaxLag >= 0 && readyMaxLag <= 86_400) {
+            throw ValidationError("--ready-max-lag must be between 0 and 86400 seconds.")
+        }
         var seen = Set<String>()
         for table in tables where !seen.insert(table).inserted {
             throw ValidationError("--table \(CellText.sanitized(table)) is given twice.")
@@ -102,7 +126,16 @@ struct ReplicateCommand: AsyncParsableCommand {
             client: client, server: url.replicaServer, database: pool, configuration: replicaConfiguration,
             // Its warnings (a retry) and errors (its end) are the status lines and the exit's message.
             logger: silent)
-        let group = ServiceGroup(configuration: .init(services: [client, replica], logger: silent))
+        var services: [any Service] = [client, replica]
+        if let metrics {
+            let operations = ReplicaOperationsServer(
+                replica: replica, database: pool, maxLag: readyMaxLag, endpoint: PrometheusEndpoint.bootstrap())
+            services.append(
+                operations.application(at: try OperationsAddress.parse(metrics), logger: silent) { url in
+                    Output.standardOutput("Metrics, /healthz and /readyz at \(CellText.sanitized(url))\n")
+                })
+        }
+        let group = ServiceGroup(configuration: .init(services: services, logger: silent))
         if !quiet {
             let what = publication.map { "the publication \($0)" } ?? tables.joined(separator: ", ")
             Output.standardError(

@@ -71,6 +71,13 @@ struct ServeCommand: AsyncParsableCommand {
             `watch` sees them (--interval). A database file replaced or deleted while served ends every \
             stream with an error event, then `event: end`; restart `serve` to serve the new file.
 
+            Operations. GET /healthz answers 200 while the process answers; GET /readyz answers 200 \
+            when the database answers a read and the server is not shutting down, else 503 with a JSON \
+            body: a load balancer's health checks, which need no token (the Host check still applies). \
+            With --metrics, GET /metrics answers the counters in Prometheus' text format \
+            (dbwatch_clients_connected, dbwatch_values_sent_total, ...), with the same Host check and \
+            tokens as the queries.
+
             The address is printed on standard output once the server listens. One line per client \
             connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
             stream with `event: end` and exits 0 within 2 s.
@@ -128,6 +135,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not log clients connecting and leaving.")
     var quiet = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "Serve GET /metrics in Prometheus' text format (clients, values sent and skipped, stalls), "
+                + "behind the same Host check and tokens as the queries."))
+    var metrics = false
+
     @Option(
         help: ArgumentHelp("Check for other processes' commits at least every this many seconds.", valueName: "seconds")
     )
@@ -178,7 +191,8 @@ struct ServeCommand: AsyncParsableCommand {
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts,
-            connections: protections.connections, access: serveAccess)
+            connections: protections.connections, access: serveAccess,
+            metrics: metrics ? PrometheusEndpoint.bootstrap() : nil)
         let host = host
         let allowedHosts = allowedHosts
         let reloading = hangUps.map { hangUps in Task { await serveAccess.reloadOnEach(of: hangUps.events) } }

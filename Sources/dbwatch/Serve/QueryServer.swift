@@ -31,6 +31,10 @@ struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
 /// - `GET /queries`: names, SQL, parameters, what each observes
 /// - `GET /queries/NAME?p=v`: the current value, `{"columns", "rows"}`
 /// - `GET /queries/NAME/events?p=v`: server-sent events of the value
+/// - `GET /healthz`: 200 while the process answers; `GET /readyz`: 200
+///   when the database answers a read, else 503 (no token needed: a load
+///   balancer's checks)
+/// - `GET /metrics` (`--metrics`): Prometheus' text format
 /// - any other path: 404 with a JSON body; any other method: 405
 /// - a `Host` that is not this machine's, the listening address or an
 ///   allowed name: 403 (``TrustedHostMiddleware``); none: 400
@@ -60,13 +64,15 @@ final class QueryServer: Sendable {
     let connections: ServeConnections
     /// Who may read (``AccessMiddleware``).
     let access: ServeAccess
+    /// `GET /metrics`, when served.
+    let metrics: PrometheusEndpoint?
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
     init(
         live: LiveQueries, queries: [ServedQuery], limits: QueryLimits, maxClients: Int, logsClients: Bool,
         title: String, allowedHosts: [String] = [], connections: ServeConnections = ServeConnections(),
-        access: ServeAccess = .open
+        access: ServeAccess = .open, metrics: PrometheusEndpoint? = nil
     ) {
         self.live = live
         self.queries = queries
@@ -78,6 +84,7 @@ final class QueryServer: Sendable {
         self.allowedHosts = allowedHosts
         self.connections = connections
         self.access = access
+        self.metrics = metrics
     }
 
     /// Streams open now.
@@ -104,6 +111,11 @@ final class QueryServer: Sendable {
         router.add(middleware: TrustedHostMiddleware(allowedHosts: allowedHosts))
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: AccessMiddleware(access: access))
+        live.addHealthRoutes(to: router)
+        if let metrics {
+            let reporter = LiveQueriesMetrics(live, factory: metrics.factory)
+            metrics.addRoute(to: router) { reporter.record() }
+        }
         let page = ByteBuffer(string: ServePage.html(title: title))
         router.get("/") { _, _ in
             Response(

@@ -10,9 +10,12 @@ struct HTTPTestError: Error, CustomStringConvertible {
 }
 
 /// Fetches `url`; returns the status, the content type and the body.
-func fetch(_ url: String, method: HTTPMethod = .GET) async throws -> (status: Int, contentType: String?, body: String) {
+func fetch(_ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = []) async throws -> (
+    status: Int, contentType: String?, body: String
+) {
     var request = HTTPClientRequest(url: url)
     request.method = method
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
     let body = try await response.body.collect(upTo: 1 << 24)
     return (Int(response.status.code), response.headers.first(name: "content-type"), String(buffer: body))

@@ -16,7 +16,9 @@ import NIOCore
 ///   bar, the history and `Referer`. Browsers' `EventSource` cannot send
 ///   headers; with the cookie, the page's streams need no token in URLs.
 /// - Anything else is a 401 with `WWW-Authenticate: Bearer` and a JSON
-///   body `{"message"}`, whatever the path.
+///   body `{"message"}`, whatever the path, except the load balancer's
+///   checks `/healthz` and `/readyz`, which say nothing of the data
+///   (`/metrics` needs a token like the rest).
 ///
 /// ```swift
 /// router.add(middleware: AccessMiddleware(access: access))
@@ -30,10 +32,15 @@ struct AccessMiddleware: RouterMiddleware {
     /// The cookie's name.
     static let cookieName = "dbwatch_token"
 
+    /// The paths served without a token: health and readiness checks.
+    static let openPaths: Set<String> = ["/healthz", "/readyz"]
+
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard access.isRequired else { return try await next(request, context) }
+        guard access.isRequired, !Self.openPaths.contains(request.uri.path) else {
+            return try await next(request, context)
+        }
         if request.uri.path == "/", let link = Self.tokenParameter(request.uri.query) {
             switch await access.authenticate(link.token) {
             case .success(let identity):
