@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// let app = Application(router: router, services: [live, LiveQueriesMetrics(live)])
 /// ```
 extension LiveQueriesMetrics: Service {
-    /// Records every ``LiveQueriesMetrics/interval`` until graceful
+    /// Records every `interval` until graceful
     /// shutdown or cancellation, then once more.
     ///
     /// ```swift

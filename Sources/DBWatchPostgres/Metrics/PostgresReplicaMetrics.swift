@@ -5,7 +5,7 @@ import Synchronization
 /// A ``PostgresReplica``'s status reported through swift-metrics, under
 /// Prometheus-style names (see ``PostgresReplicaMetrics/Name``).
 ///
-/// Reads ``PostgresReplica/status`` on each ``record()`` (a lock and a
+/// Reads ``PostgresReplica/status`` on each ``record(at:)`` (a lock and a
 /// copy) and moves the metrics: nothing runs on the replication path.
 /// Without a bootstrapped metrics backend swift-metrics' default factory
 /// drops every value.
@@ -45,7 +45,7 @@ public final class PostgresReplicaMetrics: Sendable {
     /// ```
     public let replica: PostgresReplica
 
-    /// The counters at the last ``record()``.
+    /// The counters at the last ``record(at:)``.
     private let last = Mutex<(transactions: Int, rows: Int, reconnects: Int)>((0, 0, 0))
     private let appliedPosition: Gauge
     private let lagBytes: Gauge
