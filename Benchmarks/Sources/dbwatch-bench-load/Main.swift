@@ -296,6 +296,23 @@ struct ScenarioRun {
         results.add("\(label): missed deliveries", Double(missed))
     }
 
+    /// ``measureFanOut(label:recorder:after:beforeMeasured:write:)`` of
+    /// `dbwatch serve`, written by `writer` from this process, and the
+    /// server's CPU per measured write.
+    func measureServeFanOut(
+        label: String, recorder: Recorder, server: ServerProcess, writer: ExternalWriter
+    ) async throws {
+        var cpuStart = server.cpuNanoseconds
+        try await measureFanOut(label: label, recorder: recorder, after: 0) {
+            cpuStart = server.cpuNanoseconds
+        } write: { round in
+            try writer.write(round: round)
+        }
+        results.add(
+            "\(label): server CPU per write, ms",
+            Double(server.cpuNanoseconds - cpuStart) / 1e6 / Double(options.writes))
+    }
+
     /// A second of writes, not measured: the server's first requests are slower.
     func warmUp(_ control: HTTPControl) async throws {
         _ = try await control.throughput(connections: 4, seconds: 1) { worker, index in

@@ -46,15 +46,7 @@ extension ScenarioRun {
                 recorder: recorder, marker: Array(#""round:"#.utf8))
             results.add("\(label): connect+first value, s", Double(nowNanoseconds() - start) / 1e9)
             try await Task.sleep(for: .milliseconds(500))
-            var cpuStart = server.cpuNanoseconds
-            try await measureFanOut(label: label, recorder: recorder, after: 0) {
-                cpuStart = server.cpuNanoseconds
-            } write: { round in
-                try writer.write(round: round)
-            }
-            results.add(
-                "\(label): server CPU per write, ms",
-                Double(server.cpuNanoseconds - cpuStart) / 1e6 / Double(options.writes))
+            try await measureServeFanOut(label: label, recorder: recorder, server: server, writer: writer)
             await closeClients(channels)
         }
         let server = try ServerProcess(executable: options.server, mode: "dbwatch", rows: 1)

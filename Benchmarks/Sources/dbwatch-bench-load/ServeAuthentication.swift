@@ -86,15 +86,7 @@ extension ScenarioRun {
                 "\(label): server CPU per connection, µs",
                 Double(server.cpuNanoseconds - cpuBeforeConnecting) / 1e3 / Double(clients))
             try await Task.sleep(for: .milliseconds(500))
-            var cpuStart = server.cpuNanoseconds
-            try await measureFanOut(label: label, recorder: recorder, after: 0) {
-                cpuStart = server.cpuNanoseconds
-            } write: { round in
-                try writer.write(round: round)
-            }
-            results.add(
-                "\(label): server CPU per write, ms",
-                Double(server.cpuNanoseconds - cpuStart) / 1e6 / Double(options.writes))
+            try await measureServeFanOut(label: label, recorder: recorder, server: server, writer: writer)
             await closeClients(channels)
         }
     }

@@ -54,15 +54,7 @@ extension ScenarioRun {
                     }
                     return scrapes
                 }
-            var cpuStart = server.cpuNanoseconds
-            try await measureFanOut(label: label, recorder: recorder, after: 0) {
-                cpuStart = server.cpuNanoseconds
-            } write: { round in
-                try writer.write(round: round)
-            }
-            results.add(
-                "\(label): server CPU per write, ms",
-                Double(server.cpuNanoseconds - cpuStart) / 1e6 / Double(options.writes))
+            try await measureServeFanOut(label: label, recorder: recorder, server: server, writer: writer)
             scraper?.cancel()
             if let scrapes = await scraper?.value { results.add("\(label): scrapes", Double(scrapes)) }
             await closeClients(channels)
