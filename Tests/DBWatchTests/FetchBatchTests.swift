@@ -79,7 +79,7 @@ struct FetchBatchTests {
         init(alone: Bool) { fetchesAlone = alone }
 
         func commitDidTouchRegion() -> Bool { true }
-        func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
+        func fetch(on database: Database, position: UInt64) -> Bool { false }
         func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
         func deliver(_ error: any Error) {}
         func endBecauseDatabaseClosed() {}

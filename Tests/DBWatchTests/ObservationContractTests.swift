@@ -442,12 +442,12 @@ struct ObservationContractTests {
     func closingKeepsAValueNotTakenYet() async throws {
         try await withTimeout {
             let subscription = ResultMailbox<Int> { _ in }
-            subscription.offer(.success(0))
+            subscription.offer(.success(0), at: 0)
             let first = try await subscription.next()?.get()
             #expect(first == 0)
-            subscription.offer(.success(1))
-            subscription.offer(.success(2))  // latest wins among values
-            subscription.finish(after: .failure(SQLiteError.databaseClosed))
+            subscription.offer(.success(1), at: 0)
+            subscription.offer(.success(2), at: 0)  // latest wins among values
+            subscription.finish(after: .failure(SQLiteError.databaseClosed), at: 0)
             let newest = try await subscription.next()?.get()
             #expect(newest == 2)
             let last = await subscription.next()
@@ -457,8 +457,8 @@ struct ObservationContractTests {
 
             // A waiting error is replaced: at most one error, the last.
             let failing = ResultMailbox<Int> { _ in }
-            failing.offer(.failure(CancellationError()))
-            failing.finish(after: .failure(SQLiteError.databaseClosed))
+            failing.offer(.failure(CancellationError()), at: 0)
+            failing.finish(after: .failure(SQLiteError.databaseClosed), at: 0)
             let only = await failing.next()
             #expect(throws: SQLiteError.self) { try only?.get() }
             let failingEnd = await failing.next()
@@ -615,7 +615,7 @@ struct ObservationContractTests {
             var isStopped = false
             let sharingKey: DriverSharingKey? = DriverSharingKey(IntRequest("SELECT 1"))
             func commitDidTouchRegion() -> Bool { false }
-            func fetch(on database: Database, startSerial: UInt64) -> Bool { false }
+            func fetch(on database: Database, position: UInt64) -> Bool { false }
             func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
             let fetchesAlone = false
             func deliver(_ error: any Error) {}

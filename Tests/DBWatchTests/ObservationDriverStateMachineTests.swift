@@ -11,14 +11,25 @@ struct ObservationDriverStateMachineTests {
     final class Recorder: DriverSubscriber {
         var received: [Int] = []
         var isFinished = false
+        /// The positions of unchanged fetches it was told of.
+        var unchanged: [UInt64] = []
+        /// The positions of the results it was handed.
+        var positions: [UInt64] = []
+        var reportsUnchanged = false
         var hasReceived: Bool { !received.isEmpty || isFinished }
 
-        func offerWakingLater(_ result: Result<Int, any Error>) -> Int? {
+        func offerWakingLater(_ result: Result<Int, any Error>, at position: UInt64) -> Int? {
             received.append((try? result.get()) ?? -1)
+            positions.append(position)
             return received.count
         }
 
-        func finishWakingLater(after last: Result<Int, any Error>?) -> Int? {
+        func noteUnchangedWakingLater(at position: UInt64) -> Int? {
+            unchanged.append(position)
+            return 0
+        }
+
+        func finishWakingLater(after last: Result<Int, any Error>?, at position: UInt64) -> Int? {
             if let last { received.append((try? last.get()) ?? -1) }
             isFinished = true
             return 0
@@ -46,7 +57,7 @@ struct ObservationDriverStateMachineTests {
         var machine = Machine()
         #expect(machine.add(subscriber, startFetch: true)?.fetch == true)
         let done = machine.fetchDidFinish(
-            .success(value), missedCommit: false, isSlow: false, rateLimit: rateLimit, isSame: isSame)
+            .success(value), at: 0, missedCommit: false, isSlow: false, rateLimit: rateLimit, isSame: isSame)
         #expect(!done.fetch && done.startTimer == nil)
         return machine
     }
@@ -62,10 +73,10 @@ struct ObservationDriverStateMachineTests {
         #expect(!machine.commitDidTouchRegion(rateLimit: nil).fetch)
         #expect(!machine.commitDidTouchRegion(rateLimit: nil).fetch)
         let first = machine.fetchDidFinish(
-            .success(2), missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(first.fetch)
         let second = machine.fetchDidFinish(
-            .success(3), missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+            .success(3), at: 0, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(!second.fetch)
         #expect(subscriber.received == [1, 2, 3])
         #expect(machine.statistics.fetches == 3)
@@ -77,7 +88,7 @@ struct ObservationDriverStateMachineTests {
         var machine = started(with: 1, subscriber: subscriber)
         _ = machine.commitDidTouchRegion(rateLimit: nil)
         let action = machine.fetchDidFinish(
-            .success(1), missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+            .success(1), at: 0, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(action.wakeups.isEmpty && action.replaced == nil)
         #expect(subscriber.received == [1])
     }
@@ -87,7 +98,7 @@ struct ObservationDriverStateMachineTests {
         var machine = started(with: 1, subscriber: subscriber)
         _ = machine.commitDidTouchRegion(rateLimit: nil)
         let action = machine.fetchDidFinish(
-            .success(2), missedCommit: true, isSlow: false, rateLimit: nil, isSame: isSame)
+            .success(2), at: 0, missedCommit: true, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(action.fetch)
     }
 
@@ -104,7 +115,8 @@ struct ObservationDriverStateMachineTests {
         _ = machine.commitDidTouchRegion(rateLimit: nil)
         let later = Recorder()
         #expect(machine.add(later, startFetch: false)?.wakeups.isEmpty == true)
-        _ = machine.fetchDidFinish(.success(1), missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(1), at: 0, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(later.received == [1])
         #expect(first.received == [1] && late.received == [1])
     }
@@ -136,7 +148,7 @@ struct ObservationDriverStateMachineTests {
         #expect(subscriber.received == [1, -1] && subscriber.isFinished)
         // The fetch in flight ends into nothing; a later subscriber ends at once.
         let done = machine.fetchDidFinish(
-            .success(2), missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
         #expect(done.wakeups.isEmpty && !done.fetch)
         let late = Recorder()
         #expect(machine.add(late, startFetch: false) != nil)
@@ -148,7 +160,8 @@ struct ObservationDriverStateMachineTests {
         var machine = started(with: 1, subscriber: Recorder())
         for (isSlow, alone) in [(true, false), (true, true), (false, false)] {
             _ = machine.commitDidTouchRegion(rateLimit: nil)
-            _ = machine.fetchDidFinish(.success(1), missedCommit: false, isSlow: isSlow, rateLimit: nil, isSame: isSame)
+            _ = machine.fetchDidFinish(
+                .success(1), at: 0, missedCommit: false, isSlow: isSlow, rateLimit: nil, isSame: isSame)
             #expect(machine.fetchesAlone == alone)
         }
     }
@@ -166,7 +179,8 @@ struct ObservationDriverStateMachineTests {
         // More commits meanwhile start nothing more.
         #expect(machine.commitDidTouchRegion(rateLimit: at(0.5)).startTimer == nil)
         #expect(machine.timerFired(timer.token).fetch)
-        _ = machine.fetchDidFinish(.success(2), missedCommit: false, isSlow: false, rateLimit: at(1), isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: at(1), isSame: isSame)
         #expect(subscriber.received == [1, 2])
         // A stale timer does nothing.
         #expect(!machine.timerFired(timer.token).fetch)
@@ -186,7 +200,7 @@ struct ObservationDriverStateMachineTests {
         let joined = machine.add(newcomer, startFetch: false) ?? Machine.Action()
         #expect(joined.fetch && joined.cancelTimer == 10)
         let primed = machine.fetchDidFinish(
-            .success(2), missedCommit: false, isSlow: false, rateLimit: at(0.2), isSame: isSame)
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: at(0.2), isSame: isSame)
         #expect(newcomer.received == [2])
         // The others still wait for the interval.
         #expect(first.received == [1])
@@ -203,11 +217,13 @@ struct ObservationDriverStateMachineTests {
         // At the interval, everyone gets the value, the newcomers only if
         // it differs from what they got.
         #expect(machine.timerFired(again.token).fetch)
-        _ = machine.fetchDidFinish(.success(2), missedCommit: false, isSlow: false, rateLimit: at(1), isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: at(1), isSame: isSame)
         #expect(first.received == [1, 2])
         #expect(newcomer.received == [2] && second.received == [2])
         _ = machine.commitDidTouchRegion(rateLimit: at(2.1))
-        _ = machine.fetchDidFinish(.success(3), missedCommit: false, isSlow: false, rateLimit: at(2.1), isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(3), at: 0, missedCommit: false, isSlow: false, rateLimit: at(2.1), isSame: isSame)
         #expect(first.received == [1, 2, 3] && newcomer.received == [2, 3] && second.received == [2, 3])
     }
 
@@ -218,13 +234,15 @@ struct ObservationDriverStateMachineTests {
         _ = machine.timerStarted(10, token: timer.token)
         let newcomer = Recorder()
         _ = machine.add(newcomer, startFetch: false)
-        _ = machine.fetchDidFinish(.success(2), missedCommit: false, isSlow: false, rateLimit: at(0.2), isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: at(0.2), isSame: isSame)
         // A commit: the next newcomer fetches anew.
         _ = machine.commitDidTouchRegion(rateLimit: at(0.3))
         let second = Recorder()
         let joined = machine.add(second, startFetch: false) ?? Machine.Action()
         #expect(joined.fetch && second.received.isEmpty)
-        _ = machine.fetchDidFinish(.success(3), missedCommit: false, isSlow: false, rateLimit: at(0.4), isSame: isSame)
+        _ = machine.fetchDidFinish(
+            .success(3), at: 0, missedCommit: false, isSlow: false, rateLimit: at(0.4), isSame: isSame)
         // Only the subscriber that had nothing gets it: the first newcomer
         // waits with the others, in order.
         #expect(second.received == [3] && newcomer.received == [2] && first.received == [1])
@@ -238,7 +256,7 @@ struct ObservationDriverStateMachineTests {
         let newcomer = Recorder()
         _ = machine.add(newcomer, startFetch: false)
         let done = machine.fetchDidFinish(
-            .success(2), missedCommit: false, isSlow: false, rateLimit: at(1.1), isSame: isSame)
+            .success(2), at: 0, missedCommit: false, isSlow: false, rateLimit: at(1.1), isSame: isSame)
         #expect(done.startTimer == nil && !done.fetch)
         #expect(first.received == [1, 2] && newcomer.received == [2])
         // The timer of the old wait (cancelled) does nothing if it fires anyway.
@@ -261,5 +279,35 @@ struct ObservationDriverStateMachineTests {
         let (_, action) = machine.remove(ObjectIdentifier(subscriber))
         #expect(action.stopped && action.cancelTimer == 10)
         #expect(!machine.timerFired(timer.token).fetch)
+    }
+
+    // MARK: - Positions
+
+    @Test func resultsCarryTheirFetchPositionAndAnUnchangedFetchIsReportedToThoseWhoAsk() {
+        let reporting = Recorder()
+        reporting.reportsUnchanged = true
+        let plain = Recorder()
+        var machine = Machine()
+        _ = machine.add(reporting, startFetch: true)
+        _ = machine.add(plain, startFetch: false)
+        _ = machine.fetchDidFinish(
+            .success(1), at: 4, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+        #expect(reporting.positions == [4] && plain.positions == [4])
+        // A commit that leaves the value equal: only the reporting subscriber hears of it.
+        _ = machine.commitDidTouchRegion(rateLimit: nil)
+        let unchanged = machine.fetchDidFinish(
+            .success(1), at: 6, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+        #expect(unchanged.wakeups.count == 1)
+        #expect(reporting.unchanged == [6] && plain.unchanged.isEmpty)
+        #expect(reporting.received == [1] && plain.received == [1])
+        // A late subscriber gets the last result at the last fetch's position.
+        let late = Recorder()
+        _ = machine.add(late, startFetch: false)
+        #expect(late.received == [1] && late.positions == [6])
+        _ = machine.commitDidTouchRegion(rateLimit: nil)
+        _ = machine.fetchDidFinish(
+            .success(2), at: 9, missedCommit: false, isSlow: false, rateLimit: nil, isSame: isSame)
+        #expect(reporting.positions == [4, 9] && late.positions == [6, 9])
+        #expect(reporting.unchanged == [6])
     }
 }

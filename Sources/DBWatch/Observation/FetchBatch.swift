@@ -6,9 +6,13 @@
 /// of a table fetched in ten transactions read its pages ten times; in one
 /// transaction they read them once, and wake one reader instead of ten.
 ///
-/// Every fetch of the batch sees the same snapshot, taken after
-/// `startSerial` was read: a commit published after that serial that
-/// touches a fetch's region makes the driver fetch again (see
+/// Every fetch of the batch sees the same snapshot, and knows its
+/// **position**: the serial of the last commit it holds. The batch reads
+/// the serial, takes the snapshot, and keeps it only when no commit of this
+/// process became visible meanwhile without being numbered (see
+/// ``CommitGate``); so a value never holds a commit of this process after
+/// its position. A commit published after the position that touches a
+/// fetch's region makes the driver fetch again (see
 /// ``ObservationCenter/fetchDidFinish(_:region:failed:startSerial:)``).
 ///
 /// The center creates and queues batches; a batch calls its drivers, and
@@ -17,36 +21,62 @@ final class FetchBatch: ConnectionJob {
     private let drivers: [any ObservationDriving]
     private let uplink: ObservationCenter.Uplink
 
+    /// A snapshot taken while a commit was between becoming visible and
+    /// being numbered: the batch ends it and takes another.
+    private struct SnapshotRaced: Error {}
+
+    /// After this many raced snapshots in a row (a writer committing
+    /// without pause), a batch keeps its snapshot: its values may then hold
+    /// the commit in flight one position early.
+    static let maximumSnapshotAttempts = 16
+
     init(drivers: [any ObservationDriving], uplink: ObservationCenter.Uplink) {
         self.drivers = drivers
         self.uplink = uplink
     }
 
     func run(on database: Database) {
-        let startSerial = uplink.commitSerial
         var again: [any ObservationDriving] = []
         var fetched = 0
+        var attempts = 0
         while fetched < drivers.count {
+            let serial = uplink.commitSerial
             do {
                 try database.inReadOnlyTransaction {
+                    attempts += 1
+                    try takeSnapshot(on: database, serial: serial, mayRetry: attempts < Self.maximumSnapshotAttempts)
                     // A fetch whose error made SQLite roll the transaction
                     // back (an I/O error, a full disk) ends it: the next
                     // fetches run in a new one, never statement by statement.
                     while fetched < drivers.count, database.isInsideTransaction {
                         let driver = drivers[fetched]
                         fetched += 1
-                        if driver.fetch(on: database, startSerial: startSerial) { again.append(driver) }
+                        if driver.fetch(on: database, position: serial) { again.append(driver) }
                     }
                 }
+                attempts = 0
+            } catch is SnapshotRaced {
+                uplink.commitGate.waitUntilClear()
             } catch {
-                // `BEGIN` failed: the remaining fetches did not run. (A
-                // fetch's own error went to its driver.)
-                again += drivers[fetched...].filter { $0.fetchFailed(error, startSerial: startSerial) }
+                // `BEGIN` or the snapshot failed: the remaining fetches did
+                // not run. (A fetch's own error went to its driver.)
+                again += drivers[fetched...].filter { $0.fetchFailed(error, startSerial: serial) }
                 fetched = drivers.count
             }
         }
         // Those that missed a commit meanwhile fetch again, together.
         uplink.enqueueFetches(of: again)
+    }
+
+    /// Starts the read transaction's snapshot (a deferred transaction takes
+    /// it at its first read), then checks that it holds exactly the commits
+    /// up to `serial`: none was in the gate, and none was published since.
+    private func takeSnapshot(on database: Database, serial: UInt64, mayRetry: Bool) throws {
+        try database.withoutRecordingReads {
+            try database.execute(sql: "PRAGMA schema_version")
+        }
+        guard mayRetry else { return }
+        if !uplink.commitGate.isClear || uplink.commitSerial != serial { throw SnapshotRaced() }
     }
 
     func fail(with error: any Error) {

@@ -33,6 +33,11 @@ import Synchronization
 /// fetch. ``values`` skips errors (a subscriber keeps the last good value
 /// while fetches fail); ``results`` delivers them.
 public final class LiveQuery<Request: Queryable>: Sendable {
+    /// The position of every result a live query hands its subscribers:
+    /// they consume values, not positions (``PositionedResult``), and its
+    /// request can change between two results.
+    static var noPosition: UInt64 { 0 }
+
     struct Subscriber {
         let mailbox: ResultMailbox<Request.Value>
         /// A subscriber of ``results``: it receives errors too.
@@ -101,7 +106,10 @@ public final class LiveQuery<Request: Queryable>: Sendable {
     /// them any more (an iterator does not keep the live query alive).
     deinit {
         let (wakeups, pump) = state.withLock { state in
-            (state.subscribers.values.compactMap { $0.mailbox.finishWakingLater(after: nil) }, state.pump)
+            (
+                state.subscribers.values.compactMap { $0.mailbox.finishWakingLater(after: nil, at: Self.noPosition) },
+                state.pump
+            )
         }
         pump?.cancel()
         for wakeup in wakeups { wakeup.resume() }
@@ -227,7 +235,9 @@ public final class LiveQuery<Request: Queryable>: Sendable {
             state.runner = nil
             state.endCount += 1
             if state.pump != nil { pump = stopObservingLocked(&state) }
-            wakeups = state.subscribers.values.compactMap { $0.mailbox.finishWakingLater(after: nil) }
+            wakeups = state.subscribers.values.compactMap {
+                $0.mailbox.finishWakingLater(after: nil, at: Self.noPosition)
+            }
             state.subscribers = [:]
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
@@ -293,7 +303,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 state.currentValueFetched = true
                 return state.subscribers.values.compactMap { subscriber in
                     let isNew = !isSame || (recovers && subscriber.receivesErrors) || !subscriber.mailbox.hasReceived
-                    return isNew ? subscriber.mailbox.offerWakingLater(result) : nil
+                    return isNew ? subscriber.mailbox.offerWakingLater(result, at: Self.noPosition) : nil
                 }
             case .failure(let error):
                 let isSame = state.error.map { String(describing: $0) == String(describing: error) } ?? false
@@ -301,7 +311,7 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 state.current = result
                 return state.subscribers.values.compactMap { subscriber in
                     guard subscriber.receivesErrors, !isSame || !subscriber.mailbox.hasReceived else { return nil }
-                    return subscriber.mailbox.offerWakingLater(result)
+                    return subscriber.mailbox.offerWakingLater(result, at: Self.noPosition)
                 }
             }
         }
@@ -353,15 +363,15 @@ public final class LiveQuery<Request: Queryable>: Sendable {
                 let error = receivingErrors ? state.error : nil
                 let last: Result<Request.Value, any Error>? =
                     if let error { .failure(error) } else if state.hasFetched { .success(state.value) } else { nil }
-                mailbox.finish(after: last)
+                mailbox.finish(after: last, at: Self.noPosition)
                 return
             }
             state.subscribers[ObjectIdentifier(mailbox)] = Subscriber(
                 mailbox: mailbox, receivesErrors: receivingErrors)
             if receivingErrors, let current = state.current {
-                mailbox.offer(current)
+                mailbox.offer(current, at: Self.noPosition)
             } else if state.currentValueFetched {
-                mailbox.offer(.success(state.value))
+                mailbox.offer(.success(state.value), at: Self.noPosition)
             }
             if state.pump == nil { startObservingLocked(&state) }
         }

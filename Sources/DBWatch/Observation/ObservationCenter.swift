@@ -54,6 +54,10 @@ final class ObservationCenter: Sendable {
         /// The commit serial when it registered: the commits since, minus
         /// those it was notified of, are the commits it skipped.
         let registeredAt: UInt64
+        /// The serial of the last commit that touched its region, or that
+        /// a finished fetch may have missed: its value at an older
+        /// position may be outdated (see ``isCurrent(_:at:)``).
+        var touchedAt: UInt64 = 0
     }
 
     private struct RecentCommit {
@@ -91,6 +95,10 @@ final class ObservationCenter: Sendable {
 
     /// Where the fetches run: the pool's readers, or the queue's connection.
     let fetchQueue: JobQueue
+
+    /// What this process's writer's commits pass between becoming visible
+    /// and being published, so that a fetch knows its snapshot's position.
+    let commitGate = CommitGate()
 
     init(fetchQueue: JobQueue, logger: Logger) {
         self.fetchQueue = fetchQueue
@@ -199,10 +207,27 @@ final class ObservationCenter: Sendable {
                 state.entries[id] = entry
             }
             guard startSerial < state.commitSerial else { return false }
-            if failed { return true }  // any commit since may change the outcome
             let oldest = state.recent.first?.serial ?? state.commitSerial + 1
-            if startSerial + 1 < oldest { return true }  // the log no longer covers the fetch
-            return state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
+            let missed =
+                failed  // any commit since may change the outcome
+                || startSerial + 1 < oldest  // the log no longer covers the fetch
+                || state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
+            if missed { state.entries[id]?.touchedAt = state.commitSerial }
+            return missed
+        }
+    }
+
+    /// Whether no commit after `position` touched the region of `driver`,
+    /// nor may have been missed by its last fetch: then its value at
+    /// `position` is its value now. `false` for a driver no longer registered.
+    ///
+    /// Exact for the position of a value the driver delivered: the center
+    /// marks a driver touched under the lock that numbers the commit, and a
+    /// fetch's missed commits before its value is delivered.
+    func isCurrent(_ driver: some ObservationDriving, at position: UInt64) -> Bool {
+        state.withLock { state in
+            guard let entry = state.entries[ObjectIdentifier(driver)] else { return false }
+            return entry.touchedAt <= position
         }
     }
 
@@ -226,8 +251,12 @@ final class ObservationCenter: Sendable {
             if state.recent.count > 2 * Self.recentCommitCapacity {
                 state.recent.removeFirst(state.recent.count - Self.recentCommitCapacity)
             }
+            let serial = state.commitSerial
             if changes.affectsEverything {
-                for entry in state.entries.values { touched.append(entry.driver) }
+                for index in state.entries.indices {
+                    state.entries.values[index].touchedAt = serial
+                    touched.append(state.entries.values[index].driver)
+                }
                 return
             }
             var ids: Set<ObjectIdentifier> = []
@@ -235,7 +264,11 @@ final class ObservationCenter: Sendable {
                 state.byTable[table]?.forEachTouched(by: change) { ids.insert($0) }
             }
             if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
-            for id in ids { touched.append(state.entries[id]!.driver) }
+            for id in ids {
+                let index = state.entries.index(forKey: id)!
+                state.entries.values[index].touchedAt = serial
+                touched.append(state.entries.values[index].driver)
+            }
         }
         // One batch for the whole commit: one reader woken, and the changed
         // pages read once for all (see FetchBatch).
@@ -295,6 +328,9 @@ final class ObservationCenter: Sendable {
         /// it takes its snapshot.
         var commitSerial: UInt64 { center.commitSerial }
 
+        /// What a batch checks after taking its snapshot: see ``CommitGate``.
+        var commitGate: CommitGate { center.commitGate }
+
         /// Where drivers log a failing or recovering fetch.
         var logger: Logger { center.logger }
 
@@ -309,6 +345,11 @@ final class ObservationCenter: Sendable {
             _ driver: some ObservationDriving, region: DatabaseRegion, failed: Bool, startSerial: UInt64
         ) -> Bool {
             center.fetchDidFinish(driver, region: region, failed: failed, startSerial: startSerial)
+        }
+
+        /// See ``ObservationCenter/isCurrent(_:at:)``.
+        func isCurrent(_ driver: some ObservationDriving, at position: UInt64) -> Bool {
+            center.isCurrent(driver, at: position)
         }
 
         /// A driver's last subscriber left: see ``ObservationCenter/remove(_:)``.

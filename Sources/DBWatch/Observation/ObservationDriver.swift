@@ -12,7 +12,7 @@ import Synchronization
 /// timer, logs). The center and a ``FetchBatch`` call it through
 /// ``ObservationDriving``; it calls its subscribers' mailboxes, and reaches
 /// back up only through its ``ObservationCenter/Uplink``.
-final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMailboxOwner {
+final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMailboxOwner, PositionReporting {
     /// The timer of the rate limit is a task: stopping or closing cancels
     /// it, so that it does not keep the driver (and its last value) until
     /// the interval ends.
@@ -63,6 +63,12 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
+
+    /// Whether its result at `position` is its value now (see
+    /// ``ObservationCenter/isCurrent(_:at:)``).
+    func isCurrent(at position: UInt64) -> Bool {
+        uplink.isCurrent(self, at: position)
+    }
 
     /// The database closed: each subscriber receives
     /// ``SQLiteError/databaseClosed`` (unless it was the last result it got)
@@ -127,8 +133,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
     }
 
     /// Runs on a reader connection (or the queue's connection), in the read
-    /// transaction of a ``FetchBatch``.
-    func fetch(on db: Database, startSerial: UInt64) -> Bool {
+    /// transaction of a ``FetchBatch``, whose snapshot is at `position`.
+    func fetch(on db: Database, position: UInt64) -> Bool {
         let cancellation = AccessCancellation()
         guard state.withLock({ $0.fetchWillRun(cancellation) }) else {
             return fetchDidFinish(.failure(CancellationError()), region: DatabaseRegion(), startSerial: .max)
@@ -138,7 +144,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
             try cancellation.run(on: db) { db in try request.fetch(db) }
         }
         let isSlow = start.duration(to: .now) >= Self.slowFetch
-        return fetchDidFinish(result, region: region, startSerial: startSerial, isSlow: isSlow)
+        return fetchDidFinish(result, region: region, startSerial: position, isSlow: isSlow)
     }
 
     var fetchesAlone: Bool { state.withLock { $0.fetchesAlone } }
@@ -147,19 +153,23 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
         fetchDidFinish(.failure(error), region: DatabaseRegion(), startSerial: startSerial)
     }
 
-    /// Delivers a fetch's result; returns whether to fetch again at once.
+    /// Delivers a fetch's result, at the position of its snapshot
+    /// (`startSerial`; the last published serial when that is unknown, `.max`);
+    /// returns whether to fetch again at once.
     private func fetchDidFinish(
         _ result: Result<Request.Value, any Error>, region: DatabaseRegion, startSerial: UInt64, isSlow: Bool = false
     ) -> Bool {
         let failed = if case .failure = result { true } else { false }
         let missedCommit = uplink.fetchDidFinish(self, region: region, failed: failed, startSerial: startSerial)
         let rateLimit = rateLimitReading()
+        let position = startSerial == .max ? uplink.commitSerial : startSerial
         // Handed under the lock: once the fetch is over, a commit can start
         // another fetch whose newer result must not be overwritten by this
         // one on its way to the mailboxes.
         let action = state.withLock { state in
             state.fetchDidFinish(
-                result, missedCommit: missedCommit, isSlow: isSlow, rateLimit: rateLimit, isSame: isSame)
+                result, at: position, missedCommit: missedCommit, isSlow: isSlow, rateLimit: rateLimit,
+                isSame: isSame)
         }
         let fetchAgain = run(action)
         if let previous = action.replaced, let transition = Self.logTransition(from: previous, to: result) {

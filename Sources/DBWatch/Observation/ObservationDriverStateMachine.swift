@@ -7,10 +7,15 @@ protocol DriverSubscriber<Value>: AnyObject {
     associatedtype Wakeup
     /// Whether it has been handed a first result.
     var hasReceived: Bool { get }
-    /// Hands a result in (latest wins); returns the consumer to wake, if it waits.
-    func offerWakingLater(_ result: Result<Value, any Error>) -> Wakeup?
+    /// Whether it wants ``noteUnchangedWakingLater(at:)`` calls.
+    var reportsUnchanged: Bool { get }
+    /// Hands a result fetched at `position` in (latest wins); returns the
+    /// consumer to wake, if it waits.
+    func offerWakingLater(_ result: Result<Value, any Error>, at position: UInt64) -> Wakeup?
+    /// A fetch at `position` found the result it was handed last unchanged.
+    func noteUnchangedWakingLater(at position: UInt64) -> Wakeup?
     /// Ends it after `last` (when given); returns the consumer to wake, if it waits.
-    func finishWakingLater(after last: Result<Value, any Error>?) -> Wakeup?
+    func finishWakingLater(after last: Result<Value, any Error>?, at position: UInt64) -> Wakeup?
 }
 
 extension ResultMailbox: DriverSubscriber {}
@@ -55,8 +60,9 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         var timer: Timer?
         /// Which ``Action/startTimer`` this wait belongs to.
         var token: UInt32
-        /// The result newcomers got during the wait, while no commit outdated it.
-        var current: Element?
+        /// The result newcomers got during the wait, while no commit
+        /// outdated it, with the position it was fetched at.
+        var current: (result: Element, position: UInt64)?
     }
 
     enum Phase {
@@ -108,6 +114,9 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
     private(set) var statistics = ObservationStatistics()
     /// Rate limit: when the next fetch for everyone may start (zero: now).
     private var nextFetchAllowedAt: Duration = .zero
+    /// The position of the last fetch for everyone: ``lastResult`` is the
+    /// result at that position (an equal result is not delivered again).
+    private(set) var lastPosition: UInt64 = 0
     private(set) var phase: Phase = .idle
     private var lastTimerToken: UInt32 = 0
     /// How many of the last fetches in a row were slow (at most 2).
@@ -137,14 +146,15 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         case .closed:
             subscribers.append(subscriber)
             action.wakeups +=
-                subscriber.finishWakingLater(after: .failure(SQLiteError.databaseClosed)).map { [$0] } ?? []
+                subscriber.finishWakingLater(after: .failure(SQLiteError.databaseClosed), at: lastPosition)
+                .map { [$0] } ?? []
             return action
         case .idle:
             subscribers.append(subscriber)
             if startFetch {
                 phase = .fetching(Fetch())
                 action.fetch = true
-            } else if let lastResult, let wakeup = subscriber.offerWakingLater(lastResult) {
+            } else if let lastResult, let wakeup = subscriber.offerWakingLater(lastResult, at: lastPosition) {
                 action.wakeups.append(wakeup)
             }
         case .fetching:
@@ -152,8 +162,10 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         case .waiting(let waiting):
             subscribers.append(subscriber)
             if let current = waiting.current {
-                primed[ObjectIdentifier(subscriber)] = current
-                if let wakeup = subscriber.offerWakingLater(current) { action.wakeups.append(wakeup) }
+                primed[ObjectIdentifier(subscriber)] = current.result
+                if let wakeup = subscriber.offerWakingLater(current.result, at: current.position) {
+                    action.wakeups.append(wakeup)
+                }
             } else {
                 action.cancelTimer = waiting.timer
                 phase = .fetching(Fetch(forNewcomers: true))
@@ -198,7 +210,8 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         let error = SQLiteError.databaseClosed
         let delivered = isSame(.failure(error), lastResult)
         action.wakeups = subscribers.compactMap { subscriber in
-            subscriber.finishWakingLater(after: delivered && subscriber.hasReceived ? nil : .failure(error))
+            subscriber.finishWakingLater(
+                after: delivered && subscriber.hasReceived ? nil : .failure(error), at: lastPosition)
         }
         return action
     }
@@ -208,7 +221,7 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         lastResult = .failure(error)
         primed = [:]
         statistics.valuesDelivered += 1
-        return Action(wakeups: subscribers.compactMap { $0.offerWakingLater(.failure(error)) })
+        return Action(wakeups: subscribers.compactMap { $0.offerWakingLater(.failure(error), at: lastPosition) })
     }
 
     // MARK: - Fetching
@@ -268,12 +281,15 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         }
     }
 
-    /// A fetch ended with `result`; `missedCommit`: a commit since its
-    /// snapshot touched the region it read. Hands the result to the
-    /// subscribers that do not have it (all of them, or, while the rate
-    /// limit holds a change back, the newcomers only), and says what runs next.
+    /// A fetch at `position` ended with `result`; `missedCommit`: a commit
+    /// since its snapshot touched the region it read. Hands the result to
+    /// the subscribers that do not have it (all of them, or, while the rate
+    /// limit holds a change back, the newcomers only), tells those that
+    /// have it and ask (``DriverSubscriber/reportsUnchanged``) that it is
+    /// still current at `position`, and says what runs next.
     mutating func fetchDidFinish(
-        _ result: Element, missedCommit: Bool, isSlow: Bool, rateLimit: RateLimitReading?, isSame: Comparison
+        _ result: Element, at position: UInt64, missedCommit: Bool, isSlow: Bool, rateLimit: RateLimitReading?,
+        isSame: Comparison
     ) -> Action {
         statistics.fetches += 1
         slowFetchStreak = isSlow ? min(slowFetchStreak + 1, 2) : 0
@@ -292,9 +308,9 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
         if fetch.forNewcomers, let until = heldBackUntil(rateLimit) {
             for subscriber in subscribers where !subscriber.hasReceived {
                 primed[ObjectIdentifier(subscriber)] = result
-                if let wakeup = subscriber.offerWakingLater(result) { action.wakeups.append(wakeup) }
+                if let wakeup = subscriber.offerWakingLater(result, at: position) { action.wakeups.append(wakeup) }
             }
-            action.startTimer = wait(until: until, current: missed ? nil : result)
+            action.startTimer = wait(until: until, current: missed ? nil : (result, position))
             return action
         }
         let changed = !isSame(result, lastResult)
@@ -305,8 +321,13 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
                 } else {
                     changed || !subscriber.hasReceived
                 }
-            if isNew, let wakeup = subscriber.offerWakingLater(result) { action.wakeups.append(wakeup) }
+            let wakeup =
+                isNew
+                ? subscriber.offerWakingLater(result, at: position)
+                : subscriber.reportsUnchanged ? subscriber.noteUnchangedWakingLater(at: position) : nil
+            if let wakeup { action.wakeups.append(wakeup) }
         }
+        lastPosition = position
         if !primed.isEmpty { primed = [:] }
         if changed {
             action.replaced = .some(lastResult)
@@ -333,7 +354,9 @@ struct ObservationDriverStateMachine<Subscriber: DriverSubscriber, Timer> {
     }
 
     /// Enters the rate limit's wait; returns the timer to start.
-    private mutating func wait(until offset: Duration, current: Element? = nil) -> (token: UInt32, until: Duration) {
+    private mutating func wait(
+        until offset: Duration, current: (result: Element, position: UInt64)? = nil
+    ) -> (token: UInt32, until: Duration) {
         lastTimerToken &+= 1
         phase = .waiting(Waiting(timer: nil, token: lastTimerToken, current: current))
         return (lastTimerToken, offset)

@@ -7,10 +7,10 @@ protocol ObservationDriving: AnyObject, Sendable {
     /// the rate limit delays it.
     func commitDidTouchRegion() -> Bool
     /// Runs one fetch (in a ``FetchBatch``'s read transaction, whose
-    /// snapshot is not older than `startSerial`) and delivers its result.
-    /// Returns whether the driver must fetch again at once (a commit it may
-    /// not have seen touched its region).
-    func fetch(on database: Database, startSerial: UInt64) -> Bool
+    /// snapshot holds the commits up to `position`) and delivers its result
+    /// at that position. Returns whether the driver must fetch again at
+    /// once (a commit it may not have seen touched its region).
+    func fetch(on database: Database, position: UInt64) -> Bool
     /// The fetch could not run (its read transaction could not begin, no
     /// connection, or the queue closed); `startSerial` is the serial read
     /// before it tried, `.max` when unknown. Returns whether the driver must

@@ -69,14 +69,20 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
     }
 
     func subscribe() -> Subscription {
+        subscribe(reportingUnchanged: false).subscription
+    }
+
+    /// Starts a subscription whose mailbox is told of unchanged fetches
+    /// when `reportingUnchanged` (see ``Positioned``); returns it with its driver.
+    func subscribe(reportingUnchanged: Bool) -> (subscription: Subscription, driver: ObservationDriver<Request>) {
         let key = DriverSharingKey(request, options: options)
         while true {
             let (driver, isNew) = center.driver(sharedAs: key) {
                 ObservationDriver(request: request, options: options, center: center)
             }
-            let mailbox = ResultMailbox<Request.Value>(owner: driver)
+            let mailbox = ResultMailbox<Request.Value>(owner: driver, reportsUnchanged: reportingUnchanged)
             // A driver stopping right now is skipped by the center next time.
-            if driver.add(mailbox, startFetch: isNew) { return Subscription(mailbox: mailbox) }
+            if driver.add(mailbox, startFetch: isNew) { return (Subscription(mailbox: mailbox), driver) }
         }
     }
 

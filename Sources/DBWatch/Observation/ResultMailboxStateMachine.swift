@@ -5,10 +5,13 @@
 ///
 /// At most two results ever wait: the latest (latest wins) and, when the
 /// mailbox is ending, a final error behind a value the consumer has not
-/// taken yet. `Waiter` is the suspended consumer (a continuation; tests use
-/// any token).
+/// taken yet. Each carries its position (see ``PositionedResult``); a
+/// mailbox that reports unchanged fetches (the sync protocol's) also gets
+/// positions without a result, which move the waiting result's position
+/// forward instead of replacing it. `Waiter` is the suspended consumer (a
+/// continuation; tests use any token).
 struct ResultMailboxStateMachine<Value, Waiter> {
-    typealias Element = Result<Value, any Error>
+    typealias Element = PositionedResult<Value>
 
     /// What waits for the consumer once the mailbox is ending.
     enum Leftover {
@@ -68,7 +71,31 @@ struct ResultMailboxStateMachine<Value, Waiter> {
     /// (replacing one not taken yet). When `ending`, nothing more is
     /// accepted after it: `nil` ends without a last result, and a final
     /// error waits behind a value not taken yet instead of replacing it.
-    mutating func hand(_ result: Element?, ending: Bool) -> HandAction {
+    mutating func hand(_ result: Result<Value, any Error>?, at position: UInt64, ending: Bool) -> HandAction {
+        hand(result.map { Element($0, at: position) }, ending: ending)
+    }
+
+    /// A fetch at `position` found the last result unchanged: a result not
+    /// taken yet is current at `position` too; otherwise the consumer
+    /// gets the position alone.
+    mutating func noteUnchanged(at position: UInt64) -> HandAction {
+        switch state {
+        case .ending, .finished:
+            return .none
+        case .suspended(let waiter, let hasReceived):
+            state = .empty(hasReceived: hasReceived)
+            return .resume(waiter, with: Element(nil, at: position))
+        case .empty:
+            state = .holding(Element(nil, at: position))
+            return .none
+        case .holding(var latest):
+            latest.position = position
+            state = .holding(latest)
+            return .none
+        }
+    }
+
+    private mutating func hand(_ result: Element?, ending: Bool) -> HandAction {
         switch state {
         case .ending, .finished:
             return .none
@@ -89,7 +116,7 @@ struct ResultMailboxStateMachine<Value, Waiter> {
             case (nil, true): state = .ending(.one(latest))
             case (let result?, false): state = .holding(result)
             case (let result?, true):
-                if case .success = latest, case .failure = result {
+                if case .success? = latest.result, case .failure? = result.result {
                     state = .ending(.two(latest, result))
                 } else {
                     state = .ending(.one(result))

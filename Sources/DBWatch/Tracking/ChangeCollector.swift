@@ -89,7 +89,7 @@ final class ChangeCollector {
         sqlite3_rollback_hook(handle, nil, nil)
         hooksInstalled = false
         pending = DatabaseChanges()
-        commitRequested = false
+        endCommit()
         currentStatement = nil
     }
 
@@ -126,12 +126,12 @@ final class ChangeCollector {
         }
         totalChangesMark = total
         if commitRequested {
-            commitRequested = false
             if succeeded && sqlite3_get_autocommit(handle) != 0 {
                 let changes = pending
                 pending = DatabaseChanges()
                 if !changes.isEmpty { center.didCommit(changes) }
             }
+            endCommit()
             // Otherwise the commit failed: either SQLite rolled back (the
             // rollback hook cleared `pending`) or the transaction is still
             // open (a busy COMMIT) and its changes stay pending.
@@ -183,13 +183,23 @@ final class ChangeCollector {
         return name
     }
 
+    /// The commit hook: the commit becomes visible to readers before it is
+    /// published, so it enters the center's ``CommitGate`` until then.
     fileprivate func transactionWillCommit() {
+        if !commitRequested { center.commitGate.enter() }
         commitRequested = true
     }
 
     fileprivate func transactionDidRollback() {
         pending = DatabaseChanges()
+        endCommit()
+    }
+
+    /// The commit was published or failed: it leaves the gate.
+    private func endCommit() {
+        guard commitRequested else { return }
         commitRequested = false
+        center.commitGate.leave()
     }
 }
 

@@ -1,0 +1,70 @@
+extension QueryObservation {
+    /// The observation with the position of each result, for the sync
+    /// protocol (`DBWatchDelivery`): each element is a result with the
+    /// position of the snapshot it was fetched from, or a position alone
+    /// when a fetch found the result unchanged (``PositionedResult``).
+    /// Errors are elements, as in ``results``.
+    ///
+    /// What a consumer may rely on:
+    /// - Positions of successive elements never decrease.
+    /// - A result at position `p` holds every commit of this process up to
+    ///   `p` and none after (another process's commit may be in it before
+    ///   its number is published).
+    /// - While ``Positioned/Iterator/probe`` says a position is current,
+    ///   the last result is the value now: no commit after it touched what
+    ///   the request read.
+    package var positioned: Positioned { Positioned(observation: self) }
+
+    /// See ``QueryObservation/positioned``.
+    package struct Positioned: AsyncSequence, Sendable {
+        package typealias Element = PositionedResult<Request.Value>
+        package typealias Failure = Never
+
+        let observation: QueryObservation
+
+        /// Starts a subscription.
+        package func makeAsyncIterator() -> Iterator {
+            let (subscription, driver) = observation.subscribe(reportingUnchanged: true)
+            return Iterator(subscription: subscription, probe: ObservationProbe(driver: driver))
+        }
+
+        /// Iterates positioned results until cancelled, or until the
+        /// database closes (after its last `.failure`).
+        package struct Iterator: AsyncIteratorProtocol {
+            let subscription: Subscription
+            /// Tells, from any task, whether a position of this
+            /// subscription's result is still current.
+            package let probe: ObservationProbe
+
+            /// The next result or position; `nil` when cancelled or after
+            /// the database closed.
+            package mutating func next() async -> PositionedResult<Request.Value>? {
+                await subscription.mailbox.nextPositioned()
+            }
+        }
+    }
+}
+
+/// Tells whether an observation's result at a position is still its
+/// current value: no commit after that position touched what its request
+/// read (``ObservationCenter/isCurrent(_:at:)``). A batch of the sync
+/// protocol waits, for each subscription whose value it does not change,
+/// until this holds at the batch's position.
+package struct ObservationProbe: Sendable {
+    private let driver: any PositionReporting
+
+    init(driver: some PositionReporting) {
+        self.driver = driver
+    }
+
+    /// Whether the result delivered at `position` is the value now.
+    package func isCurrent(at position: UInt64) -> Bool {
+        driver.isCurrent(at: position)
+    }
+}
+
+/// What an ``ObservationProbe`` asks: a driver, through its center.
+protocol PositionReporting: AnyObject, Sendable {
+    /// Whether the result delivered at `position` is the value now.
+    func isCurrent(at position: UInt64) -> Bool
+}

@@ -1,0 +1,109 @@
+import DBWatchTestSupport
+import Testing
+
+@testable import DBWatch
+
+/// Positions (`PositionedResult`): each fetched result carries the serial
+/// of the last commit its snapshot holds, unchanged fetches are reported
+/// to the subscriptions that ask, and a probe tells whether a position is
+/// still current. The ground of the sync protocol's batches.
+@Suite("Observation positions")
+struct ObservationPositionTests {
+    static let schema = "CREATE TABLE t (id INTEGER PRIMARY KEY); CREATE TABLE u (id INTEGER PRIMARY KEY)"
+    static let count = IntRequest("SELECT count(*) FROM t")
+
+    /// Every commit after the first result inserts one row: a result at
+    /// position `p` holds exactly the commits up to `p` when its count is
+    /// `p - p0`. The readers of a pool fetch while the writer commits, so
+    /// that snapshots are taken while commits become visible.
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aResultHoldsExactlyTheCommitsUpToItsPosition(kind: DatabaseKind) async throws {
+        try await withDatabase(kind, schema: Self.schema) { database in
+            try await withTimeout {
+                let inserts = 300
+                let observed = Protected<[(count: Int?, position: UInt64)]>([])
+                let consumer = Task {
+                    for await element in database.observe(Self.count).positioned {
+                        let count = element.result.map { try? $0.get() } ?? nil
+                        observed.withLock { $0.append((count, element.position)) }
+                        if count == inserts { return }
+                    }
+                }
+                defer { consumer.cancel() }
+                try await waitUntil { !observed.withLock { $0.isEmpty } }
+                for _ in 0..<inserts {
+                    try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                }
+                await consumer.value
+                let elements = observed.withLock { $0 }
+                let first = try #require(elements.first)
+                #expect(first.count == 0)
+                var current = 0
+                var lastPosition = first.position
+                for element in elements.dropFirst() {
+                    #expect(element.position >= lastPosition, "positions never decrease")
+                    lastPosition = element.position
+                    if let count = element.count { current = count }
+                    #expect(
+                        UInt64(current) == element.position - first.position,
+                        "count \(current) at position \(element.position), first at \(first.position)")
+                }
+                #expect(current == inserts)
+            }
+        }
+    }
+
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func anUnchangedFetchIsReportedAndTheProbeTellsWhetherAPositionIsCurrent(kind: DatabaseKind) async throws {
+        try await withDatabase(kind, schema: Self.schema) { database in
+            try await withTimeout {
+                var iterator = database.observe(Self.count).positioned.makeAsyncIterator()
+                let first = try #require(await iterator.next())
+                #expect((try? first.result?.get()) == 0)
+                #expect(iterator.probe.isCurrent(at: first.position))
+
+                // A commit outside the region: the first position stays current.
+                try await database.write { db in try db.execute(sql: "INSERT INTO u DEFAULT VALUES") }
+                #expect(iterator.probe.isCurrent(at: first.position))
+
+                // A commit in the region that changes nothing: no longer current
+                // at once, then a position alone, current again.
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t DEFAULT VALUES")
+                    try db.execute(sql: "DELETE FROM t")
+                }
+                #expect(!iterator.probe.isCurrent(at: first.position))
+                let unchanged = try #require(await iterator.next())
+                #expect(unchanged.result == nil)
+                #expect(unchanged.position > first.position)
+                #expect(iterator.probe.isCurrent(at: unchanged.position))
+
+                // A change: a result at a later position.
+                try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                let changed = try #require(await iterator.next())
+                #expect((try? changed.result?.get()) == 1)
+                #expect(changed.position > unchanged.position)
+                #expect(iterator.probe.isCurrent(at: changed.position))
+            }
+        }
+    }
+
+    @Test func aPlainObservationNeverSeesUnchangedFetches() async throws {
+        try await withDatabase(.inMemory, schema: Self.schema) { database in
+            try await withTimeout {
+                var plain = database.observe(Self.count).makeAsyncIterator()
+                var positioned = database.observe(Self.count).positioned.makeAsyncIterator()
+                #expect(try await plain.next() == 0)
+                _ = await positioned.next()
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t DEFAULT VALUES")
+                    try db.execute(sql: "DELETE FROM t")
+                }
+                // The shared driver reports the unchanged fetch to the positioned subscription only.
+                #expect(try #require(await positioned.next()).result == nil)
+                try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                #expect(try await plain.next() == 1)
+            }
+        }
+    }
+}
