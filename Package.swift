@@ -158,9 +158,9 @@ let package = Package(
                 "DBWatch",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The JavaScript client (`node --test Tests/JavaScript`): to be
-            // embedded and served at `/dbwatch.js` with the sync protocol.
-            exclude: ["Client"]
+            // The JavaScript client (`node --test Tests/JavaScript`),
+            // embedded to be served at `/dbwatch.js` (`LiveQueries.javaScriptClient`).
+            resources: [.embedInCode("Client/dbwatch.js")]
         ),
         // `LiveQueries` and `LiveQuery` as ServiceLifecycle services (any
         // server that runs a `ServiceGroup`; Hummingbird's `Application`

@@ -34,7 +34,7 @@ package final class Frame: Sendable {
     /// every client (see ``wire(_:_:)``).
     private let wires = Locked<[Transport: any Sendable]>([:])
 
-    private init(kind: Kind, digest: UInt64, serverSentEvent: [UInt8], webSocketMessage: [UInt8]) {
+    init(kind: Kind, digest: UInt64, serverSentEvent: [UInt8], webSocketMessage: [UInt8]) {
         self.kind = kind
         self.digest = digest
         self.serverSentEvent = serverSentEvent

@@ -83,6 +83,7 @@ extension LiveQueries {
                 await task.value
             }
         }
+        await stopSyncFeeds()
         if configuration.closesDatabaseOnShutdown {
             // The async close: the blocking close runs on a thread of the
             // core's, not on a cooperative one.

@@ -69,6 +69,10 @@ public final class LiveQueries: Sendable {
         var phase = Phase.running
         var observations: [SubscriptionKey: SharedObservation] = [:]
         var clients: [ObjectIdentifier: ClientMailbox] = [:]
+        /// The shared observations of the sync protocol (`Sync/`), and its
+        /// connections by session id.
+        var syncFeeds: [SubscriptionKey: SyncFeed] = [:]
+        var syncSessions: [String: SyncSession] = [:]
         var databaseClosed = false
         var databaseReplaced = false
         /// The server's graceful shutdown began (``endStreams()``): every
@@ -101,6 +105,9 @@ public final class LiveQueries: Sendable {
     let state = Locked(State())
     package let counters = LiveQueriesCounters()
     let versions = Atomic<UInt64>(0)
+    /// The epoch of the sync protocol's positions: this server's history
+    /// of the database, chosen at random when it starts.
+    package let syncEpoch = SyncPosition.randomEpoch()
 
     /// Serves `database`.
     ///
@@ -134,7 +141,7 @@ public final class LiveQueries: Sendable {
     /// let connected = live.statistics.clientsConnected
     /// ```
     public var statistics: LiveQueriesStatistics {
-        counters.snapshot(observations: state.withLock { $0.observations.count })
+        counters.snapshot(observations: state.withLock { $0.observations.count + $0.syncFeeds.count })
     }
 
     /// Why a new client is refused, if it is.

@@ -84,6 +84,32 @@ public struct LiveQueriesConfiguration: Sendable {
     /// ```
     public var observationOptions = ObservationOptions()
 
+    /// The bytes of recent changes each shared sync subscription keeps,
+    /// so that a client that reconnects with its position, or reads
+    /// slowly, receives the changes it missed instead of a snapshot.
+    /// Default 1 MiB.
+    ///
+    /// ```swift
+    /// configuration.syncHistoryBytes = 16 << 20   // resume after longer absences
+    /// ```
+    public var syncHistoryBytes = 1 << 20
+
+    /// How long a shared sync subscription keeps observing, with its
+    /// history, after its last client left: a client that reconnects
+    /// meanwhile resumes with the changes it missed. Default 2 minutes.
+    ///
+    /// ```swift
+    /// configuration.syncLinger = .seconds(30)
+    /// ```
+    public var syncLinger: Duration = .seconds(120)
+
+    /// The subscriptions one sync connection may hold. Default 100.
+    ///
+    /// ```swift
+    /// configuration.syncMaxSubscriptions = 20
+    /// ```
+    public var syncMaxSubscriptions = 100
+
     /// The default configuration.
     ///
     /// ```swift

@@ -18,6 +18,11 @@ public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertib
         case databaseClosed
         case databaseReplaced
         case tooManyObservations
+        case unknownQuery
+        case unknownSession
+        case duplicateSubscription
+        case tooManySubscriptions
+        case positionTooOld
     }
 
     private let code: Code
@@ -50,6 +55,34 @@ public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertib
     public static func forbidden(_ message: String) -> LiveQueriesError {
         LiveQueriesError(code: .forbidden, message: message)
     }
+
+    /// A sync subscription names a query the server does not serve: 404.
+    ///
+    /// ```swift
+    /// default: throw LiveQueriesError.unknownQuery(subscription.query)
+    /// ```
+    public static func unknownQuery(_ name: String) -> LiveQueriesError {
+        LiveQueriesError(code: .unknownQuery, message: "no query named \"\(name.prefix(100))\"")
+    }
+
+    /// A sync message names a session that does not exist (or ended): 404.
+    package static let unknownSession = LiveQueriesError(
+        code: .unknownSession, message: "no such sync session: it ended, or never existed")
+
+    /// A sync subscription's id is already used on its connection: 409.
+    package static func duplicateSubscription(_ id: String) -> LiveQueriesError {
+        LiveQueriesError(code: .duplicateSubscription, message: "subscription id \"\(id)\" is already used")
+    }
+
+    /// A sync connection asked for more subscriptions than allowed: 429.
+    package static func tooManySubscriptions(_ limit: Int) -> LiveQueriesError {
+        LiveQueriesError(
+            code: .tooManySubscriptions, message: "a connection may hold at most \(limit) subscriptions")
+    }
+
+    /// A catch-up asked from a position the history no longer holds: 410.
+    package static let positionTooOld = LiveQueriesError(
+        code: .positionTooOld, message: "the history no longer holds this position: fetch the whole value")
 
     /// The server is shutting down: 503.
     ///
@@ -94,7 +127,7 @@ public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertib
     /// ```
     public var description: String { message }
 
-    /// The HTTP status a client receives: 400, 403 or 503.
+    /// The HTTP status a client receives: 400, 403, 404, 409, 410, 429 or 503.
     ///
     /// ```swift
     /// LiveQueriesError.forbidden("not yours").httpStatus   // 403
@@ -103,7 +136,28 @@ public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertib
         switch code {
         case .badRequest: 400
         case .forbidden: 403
+        case .unknownQuery, .unknownSession: 404
+        case .duplicateSubscription: 409
+        case .positionTooOld: 410
+        case .tooManySubscriptions: 429
         case .shuttingDown, .databaseClosed, .databaseReplaced, .tooManyObservations: 503
+        }
+    }
+
+    /// The error's name in the sync protocol's error messages (`"reason"`).
+    package var reason: String {
+        switch code {
+        case .badRequest: "badRequest"
+        case .forbidden: "forbidden"
+        case .shuttingDown: "shuttingDown"
+        case .databaseClosed: "databaseClosed"
+        case .databaseReplaced: "databaseReplaced"
+        case .tooManyObservations: "tooManyObservations"
+        case .unknownQuery: "unknownQuery"
+        case .unknownSession: "unknownSession"
+        case .duplicateSubscription: "duplicateSubscription"
+        case .tooManySubscriptions: "tooManySubscriptions"
+        case .positionTooOld: "positionTooOld"
         }
     }
 

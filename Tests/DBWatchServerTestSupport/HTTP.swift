@@ -13,12 +13,18 @@ public struct ErrorJSON: Decodable, Equatable, Sendable {
     }
 }
 
-/// Fetches `url` with `method`; returns the status, headers and body.
-public func fetch(_ url: String, method: String = "GET") async throws -> (
-    status: Int, headers: [String: String], body: String
-) {
+/// Fetches `url` with `method` (and `body`, `headers`); returns the
+/// status, headers and body.
+public func fetch(
+    _ url: String, method: String = "GET", body: String? = nil, headers: [(String, String)] = []
+) async throws -> (status: Int, headers: [String: String], body: String) {
     var request = HTTPClientRequest(url: url)
     request.method = .init(rawValue: method)
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
+    if let body {
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+    }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
     var headers: [String: String] = [:]
     for header in response.headers { headers[header.name.lowercased()] = header.value }

@@ -101,6 +101,18 @@
 
         private static func addRoutes(to router: Router<BasicWebSocketRequestContext>, live: LiveQueries) {
             live.addHealthRoutes(to: router)
+            // The sync protocol: `top` (keyed, `n` players), `count` (whole
+            // values), `checked` (fails while `control.fail` is set).
+            let user = HTTPField.Name("X-User")!
+            live.addSyncRoutes(to: router, owner: { request, _ in request.headers[user] }) { subscription, _, _ in
+                try syncQuery(subscription)
+            }
+            router.ws("sync/socket") { inbound, outbound, context in
+                try await live.syncWebSocket(inbound: inbound, outbound: outbound, context: context) {
+                    try syncQuery($0)
+                }
+            }
+            live.addJavaScriptClientRoute(to: router)
             router.get("top") { request, context in
                 let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 10
                 guard limit >= 0 else {
@@ -154,7 +166,6 @@
                 ) { _ in BigText() }
             }
             // The identity is a header here; a real server's authentication puts it in the context.
-            let user = HTTPField.Name("X-User")!
             router.ws("todos/socket") { inbound, outbound, context in
                 let owner = context.request.headers[user] ?? ""
                 try await live.webSocket(
@@ -172,6 +183,19 @@
                     return todos
                 }
             }
+        }
+    }
+
+    /// The test server's sync queries.
+    func syncQuery(_ subscription: SyncSubscription) throws -> SyncQuery {
+        switch subscription.query {
+        case "top":
+            guard let limit = Int(subscription.params["n"] ?? "10"), limit >= 0 else {
+                throw LiveQueriesError.badRequest("n must be a non-negative integer")
+            }
+            return .identifiable(Leaderboard(limit: limit))
+        case "count": return .wholeValues(PlayerCount())
+        default: throw LiveQueriesError.unknownQuery(subscription.query)
         }
     }
 

@@ -30,6 +30,46 @@ public struct TopPlayers: Queryable, Codable {
     }
 }
 
+/// A leaderboard row with its key: a player's name is unique.
+public struct RankedPlayer: Codable, Hashable, Sendable, Identifiable {
+    public var name: String
+    public var score: Int
+    public var id: String { name }
+
+    public init(name: String, score: Int) {
+        self.name = name
+        self.score = score
+    }
+}
+
+/// The best `limit` players as `Identifiable` elements: what the sync
+/// protocol delivers as keyed changes.
+public struct Leaderboard: Queryable {
+    public static var defaultValue: [RankedPlayer] { [] }
+    public var limit: Int
+
+    public init(limit: Int = 10) {
+        self.limit = limit
+    }
+
+    public func fetch(_ db: Database) throws -> [RankedPlayer] {
+        try db.fetchAll(
+            RankedPlayer.self, sql: "SELECT name, score FROM player ORDER BY score DESC, name LIMIT ?",
+            arguments: [limit])
+    }
+}
+
+/// How many players there are: a value without a key (whole values).
+public struct PlayerCount: Queryable {
+    public static var defaultValue: Int { 0 }
+
+    public init() {}
+
+    public func fetch(_ db: Database) throws -> Int {
+        try db.fetchOne(Int.self, sql: "SELECT count(*) FROM player") ?? 0
+    }
+}
+
 /// The leaderboard, unless `control.fail` is set: then it reads a table
 /// that does not exist, a real SQLite error (code 1).
 public struct CheckedPlayers: Queryable {

@@ -68,3 +68,15 @@ protocol PositionReporting: AnyObject, Sendable {
     /// Whether the result delivered at `position` is the value now.
     func isCurrent(at position: UInt64) -> Bool
 }
+
+extension DatabaseWriter {
+    /// The position of the last commit this process published (see
+    /// ``PositionedResult``): where a sync connection stands when it opens.
+    package var commitPosition: UInt64 {
+        switch self {
+        case let pool as DatabasePool: pool.observations.commitSerial
+        case let queue as DatabaseQueue: queue.observations.commitSerial
+        default: 0
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import DBWatch
+import Foundation
+import Logging
+
+extension LiveQueries {
+    // MARK: - Connections
+
+    /// Decides on a sync connection: refused with an error answer (the
+    /// server shuts down, the database is closed), or a session whose
+    /// ``SyncSession/run(write:)`` an adapter drives over server-sent events
+    /// or a WebSocket. `owner` is who opens it (a token's subject, a user
+    /// id): a message posted for it must come from the same. `resolve`
+    /// turns each subscription into a ``SyncQuery``, or throws (a
+    /// ``LiveQueriesError`` such as ``LiveQueriesError/unknownQuery(_:)``,
+    /// or any error: then a 400).
+    package func syncSession(
+        transport: Transport, owner: SyncOwner, logger: Logger,
+        resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
+    ) -> Result<SyncSession, LiveQueriesError> {
+        if let refusal = refusal() { return .failure(refusal) }
+        return .success(SyncSession(live: self, transport: transport, owner: owner, logger: logger, resolve: resolve))
+    }
+
+    /// A message posted for the session `id` (`POST /sync/ID`): handled by
+    /// that session when it exists and `owner` opened it.
+    package func receiveSyncMessage(
+        _ json: Data, session id: String, owner: SyncOwner
+    ) async throws(LiveQueriesError) {
+        guard let session = state.withLock({ $0.syncSessions[id] }), session.owner == owner else {
+            throw .unknownSession
+        }
+        try await session.receive(json)
+    }
+
+    func addSyncSession(_ session: SyncSession) {
+        state.withLock { $0.syncSessions[session.id] = session }
+    }
+
+    func removeSyncSession(_ session: SyncSession) {
+        state.withLock { state in
+            if state.syncSessions[session.id] === session { state.syncSessions[session.id] = nil }
+        }
+    }
+
+    // MARK: - Feeds
+
+    /// The running feed of `query`, or a new one; throws
+    /// ``LiveQueriesError/tooManyObservations`` when that would make more
+    /// observations than ``LiveQueriesConfiguration/maxObservations``.
+    func syncFeed(for query: SyncQuery, logger: Logger) throws(LiveQueriesError) -> SyncFeed {
+        if let refusal = refusal() { throw refusal }
+        let found: (SyncFeed, isNew: Bool)? = state.withLock { state in
+            if let feed = state.syncFeeds[query.key], !feed.isEnded { return (feed, false) }
+            let others = state.observations.count + state.syncFeeds.count - (state.syncFeeds[query.key] == nil ? 0 : 1)
+            guard others < configuration.maxObservations else { return nil }
+            let feed = SyncFeed(key: query.key, name: query.name, historyLimit: configuration.syncHistoryBytes)
+            state.syncFeeds[query.key] = feed
+            return (feed, true)
+        }
+        guard let (feed, isNew) = found else {
+            counters.observationsRefused.add(1, ordering: .relaxed)
+            throw .tooManyObservations
+        }
+        if isNew {
+            feed.setTask(Task { [self] in await query.run(self, feed) })
+            logger.debug("Sync query observed", metadata: [LogKey.request: "\(query.name)"])
+        }
+        return feed
+    }
+
+    /// A session left `feed`: once no session uses it for
+    /// ``LiveQueriesConfiguration/syncLinger``, it stops.
+    func detach(_ session: SyncSession, from feed: SyncFeed) {
+        guard feed.detach(session, now: .now) else { return }
+        let linger = configuration.syncLinger
+        Task { [weak self, weak feed] in
+            try? await Task.sleep(for: linger)
+            guard let self, let feed else { return }
+            self.stopIfIdle(feed, since: .now - linger)
+        }
+    }
+
+    /// Stops `feed` when no session used it since `deadline`.
+    private func stopIfIdle(_ feed: SyncFeed, since deadline: ContinuousClock.Instant) {
+        let stopped = state.withLock { state -> Bool in
+            guard state.syncFeeds[feed.key] === feed, feed.isIdle(before: deadline + .milliseconds(1)) else {
+                return false
+            }
+            state.syncFeeds[feed.key] = nil
+            return true
+        }
+        if stopped { _ = feed.stop() }
+    }
+
+    /// Stops every feed (graceful shutdown), waiting for their tasks.
+    func stopSyncFeeds() async {
+        let feeds = state.withLock { state in
+            defer { state.syncFeeds = [:] }
+            return Array(state.syncFeeds.values)
+        }
+        for feed in feeds { await feed.stop()?.value }
+    }
+}
+
+extension LiveQueries {
+    /// The answer to a refused sync request: the error's status, and the
+    /// one error body with the protocol's `reason`.
+    package func syncRefusal(_ error: LiveQueriesError) -> HTTPAnswer {
+        var answer = HTTPAnswer.json(
+            SyncSession.errorJSON(ErrorBody(error), reason: error.reason), status: error.httpStatus)
+        if error.isRetryable { answer.headers.append(("Retry-After", "\(configuration.retryAfterSeconds)")) }
+        return answer
+    }
+
+    /// The answer to an accepted `POST /sync/ID`.
+    package static var syncAccepted: HTTPAnswer { HTTPAnswer(status: 202, headers: [], body: []) }
+}

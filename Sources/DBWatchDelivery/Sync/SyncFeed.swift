@@ -1,0 +1,258 @@
+import DBWatch
+import Foundation
+import Logging
+
+/// One observation shared by every sync subscription of one request and
+/// scope: it keys each value once, computes the changes from the previous
+/// one once, keeps them in a bounded ``SyncHistory``, and tells its
+/// sessions that it moved. Sessions read its ``View`` when they compose a
+/// batch; it never waits for them.
+final class SyncFeed: Sendable {
+    /// The latest value, with the bytes sessions ask for, made once.
+    final class Current: Sendable {
+        let value: SyncValue
+        /// The position it was fetched at.
+        let position: UInt64
+        private let cache = Locked<(snapshot: [UInt8]?, whole: [UInt8]?)>((nil, nil))
+
+        init(_ value: SyncValue, at position: UInt64) {
+            self.value = value
+            self.position = position
+        }
+
+        /// `"rows":[{"key":K,"row":R},…]` with `"columns"` when known: the
+        /// members of a snapshot entry, without its braces.
+        var snapshotMembers: [UInt8] {
+            if let made = cache.withLock({ $0.snapshot }) { return made }
+            var json: [UInt8] = []
+            if let columns = value.columns {
+                json += #""columns":"#.utf8
+                json += SyncJSON.array(columns.map(SyncJSON.string))
+                json += ",".utf8
+            }
+            json += #""rows":["#.utf8
+            for (index, row) in (value.rows?.rows ?? []).enumerated() {
+                if index > 0 { json.append(UInt8(ascii: ",")) }
+                json += #"{"key":"#.utf8
+                json += row.key
+                json += #","row":"#.utf8
+                json += row.row
+                json.append(UInt8(ascii: "}"))
+            }
+            json.append(UInt8(ascii: "]"))
+            cache.withLock { $0.snapshot = json }
+            return json
+        }
+
+        /// The whole value's JSON; `nil` when it does not encode.
+        var wholeJSON: [UInt8]? {
+            if let made = cache.withLock({ $0.whole }) { return made }
+            guard let json = try? value.encode() else { return nil }
+            cache.withLock { $0.whole = json }
+            return json
+        }
+    }
+
+    /// The latest failure of the feed's fetches, until a fetch succeeds.
+    struct Failure: Sendable {
+        let body: ErrorBody
+        let position: UInt64
+        /// Grows with each new failure: a session sends each once.
+        let generation: Int
+    }
+
+    /// What a session reads when it composes a batch.
+    struct View {
+        let current: Current?
+        /// The latest position at which `current` is known to be the value.
+        let lastPosition: UInt64
+        let failure: Failure?
+        let history: SyncHistory
+        let probe: ObservationProbe?
+        /// The feed ended (the database closed or was replaced).
+        let ended: ClientFinish?
+
+        /// Whether its value is the value now: no commit after
+        /// `lastPosition` touched what its request reads.
+        var isCurrent: Bool { probe?.isCurrent(at: lastPosition) ?? false }
+    }
+
+    private struct State {
+        var sessions: [ObjectIdentifier: SyncSession] = [:]
+        var current: Current?
+        var lastPosition: UInt64 = 0
+        var failure: Failure?
+        var failures = 0
+        var history: SyncHistory
+        var probe: ObservationProbe?
+        var task: Task<Void, Never>?
+        var ended: ClientFinish?
+        /// When the last session left, while none came back.
+        var idleSince: ContinuousClock.Instant?
+    }
+
+    let key: SubscriptionKey
+    let name: String
+    private let state: Locked<State>
+
+    init(key: SubscriptionKey, name: String, historyLimit: Int) {
+        self.key = key
+        self.name = name
+        state = Locked(State(history: SyncHistory(limit: historyLimit)))
+    }
+
+    var view: View {
+        state.withLock {
+            View(
+                current: $0.current, lastPosition: $0.lastPosition, failure: $0.failure, history: $0.history,
+                probe: $0.probe, ended: $0.ended)
+        }
+    }
+
+    var isEnded: Bool { state.withLock { $0.ended != nil } }
+
+    // MARK: - Sessions
+
+    func attach(_ session: SyncSession) {
+        state.withLock {
+            $0.sessions[ObjectIdentifier(session)] = session
+            $0.idleSince = nil
+        }
+    }
+
+    /// Removes a session; returns whether none is left.
+    func detach(_ session: SyncSession, now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            state.sessions[ObjectIdentifier(session)] = nil
+            guard state.sessions.isEmpty else { return false }
+            state.idleSince = now
+            return true
+        }
+    }
+
+    /// Whether no session has used it since `deadline`: it may stop.
+    func isIdle(before deadline: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard state.sessions.isEmpty, let since = state.idleSince else { return false }
+            return since < deadline
+        }
+    }
+
+    func setTask(_ task: Task<Void, Never>) {
+        state.withLock { $0.task = task }
+    }
+
+    /// Stops the observation; returns its task to await.
+    func stop() -> Task<Void, Never>? {
+        let task = state.withLock { $0.task.take() }
+        task?.cancel()
+        return task
+    }
+
+    // MARK: - Observing
+
+    /// Observes `request` until cancelled or the database closes, keying
+    /// each value with `keyed`.
+    func observe<R: Queryable>(
+        _ request: R, in live: LiveQueries, keyed: @Sendable (R.Value) -> SyncValue
+    ) async {
+        var iterator = live.database.observe(request, options: live.configuration.observationOptions).positioned
+            .makeAsyncIterator()
+        state.withLock { $0.probe = iterator.probe }
+        while let element = await iterator.next() {
+            live.counters.fetches.add(1, ordering: .relaxed)
+            switch element.result {
+            case nil:
+                advance(to: element.position)
+            case .success(let value)?:
+                publish(keyed(value), at: element.position, historyLimit: live.configuration.syncHistoryBytes)
+            case .failure(let error)?:
+                if (error as? SQLiteError)?.isDatabaseClosed == true {
+                    end(.databaseClosed, body: ErrorBody(error), at: element.position)
+                    return
+                }
+                if error is DatabaseFileReplacedError {
+                    end(.databaseReplaced, body: ErrorBody(error), at: element.position)
+                    return
+                }
+                if Task.isCancelled { return }
+                fail(ErrorBody(error), at: element.position)
+            }
+        }
+    }
+
+    /// A fetch found the value unchanged at `position`.
+    private func advance(to position: UInt64) {
+        let sessions = state.withLock { state in
+            state.lastPosition = max(state.lastPosition, position)
+            return Array(state.sessions.values)
+        }
+        for session in sessions { session.feedDidMove() }
+    }
+
+    /// A new value at `position`: its changes from the previous one join
+    /// the history (computed outside the lock: this task alone writes values).
+    private func publish(_ value: SyncValue, at position: UInt64, historyLimit: Int) {
+        let previous = state.withLock { ($0.current, $0.failure != nil) }
+        let next = Current(value, at: position)
+        var step: SyncHistory.Step?
+        if let old = previous.0 {
+            if let oldRows = old.value.rows, let newRows = value.rows {
+                let changes = KeyedChanges.between(oldRows, newRows)
+                if changes.isEmpty, !previous.1 {
+                    // Equal rows (a value that is not Equatable): unchanged.
+                    return advance(to: position)
+                }
+                step = SyncHistory.Step(from: old.position, to: position, changes: Array(changes.encodedJSON()))
+            } else if let oldJSON = old.wholeJSON, oldJSON == next.wholeJSON, !previous.1 {
+                return advance(to: position)
+            } else {
+                step = SyncHistory.Step(from: old.position, to: position, changes: nil)
+            }
+        }
+        let sessions = state.withLock { state in
+            if let step { state.history.append(step) }
+            state.current = next
+            state.lastPosition = max(state.lastPosition, position)
+            state.failure = nil
+            return Array(state.sessions.values)
+        }
+        for session in sessions { session.feedDidMove() }
+    }
+
+    private func fail(_ body: ErrorBody, at position: UInt64) {
+        let sessions = state.withLock { state in
+            state.failures += 1
+            state.failure = Failure(body: body, position: position, generation: state.failures)
+            state.lastPosition = max(state.lastPosition, position)
+            return Array(state.sessions.values)
+        }
+        for session in sessions { session.feedDidMove() }
+    }
+
+    private func end(_ reason: ClientFinish, body: ErrorBody, at position: UInt64) {
+        let sessions = state.withLock { state in
+            state.failures += 1
+            state.failure = Failure(body: body, position: position, generation: state.failures)
+            state.ended = reason
+            return Array(state.sessions.values)
+        }
+        for session in sessions { session.feedDidEnd(reason) }
+    }
+}
+
+/// A value as a sync feed keeps it: its keyed rows, and its whole JSON on demand.
+package struct SyncValue: Sendable {
+    /// Its rows by key, in order; `nil`: it has no key (it goes out whole).
+    let rows: KeyedRows?
+    /// The column names of a snapshot's rows, when rows are arrays.
+    let columns: [String]?
+    /// The whole value's JSON.
+    let encode: @Sendable () throws -> [UInt8]
+
+    package init(rows: KeyedRows?, columns: [String]?, encode: @escaping @Sendable () throws -> [UInt8]) {
+        self.rows = rows
+        self.columns = columns
+        self.encode = encode
+    }
+}

@@ -1,0 +1,73 @@
+/// The recent changes of one shared sync subscription (a ``SyncFeed``):
+/// each step takes the value at one position to the value at the next,
+/// oldest first, bounded in bytes. What a client that fell behind, or
+/// resumes from a position, receives instead of a snapshot.
+struct SyncHistory {
+    /// One step: from the value at `from` to the value at `to`.
+    struct Step {
+        let from: UInt64
+        let to: UInt64
+        /// The keyed changes as JSON (`{"delete":…,"upsert":…}`); `nil`
+        /// when no changes exist between the two values (one of them has no
+        /// key): a client must take a snapshot.
+        let changes: [UInt8]?
+    }
+
+    /// What the history holds between two positions.
+    enum Between {
+        /// Nothing changed: the client holds the current value.
+        case upToDate
+        /// These steps, in order.
+        case steps(ArraySlice<Step>)
+        /// The history no longer reaches back there.
+        case tooOld
+        /// A step on the way has no changes.
+        case reset
+    }
+
+    private(set) var steps: [Step] = []
+    private var head = 0
+    private(set) var bytes = 0
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// The oldest position a client may stand at and still be brought
+    /// forward, given the value at `current` (the latest value's position).
+    func floor(current: UInt64) -> UInt64 {
+        head < steps.count ? steps[head].from : current
+    }
+
+    mutating func append(_ step: Step) {
+        steps.append(step)
+        bytes += (step.changes?.count ?? 0) + 32
+        while bytes > limit, head < steps.count - 1 {
+            bytes -= (steps[head].changes?.count ?? 0) + 32
+            head += 1
+        }
+        if head > 64, head * 2 > steps.count {
+            steps.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// The steps that take a client holding the value as of `position` to
+    /// the latest value, at `current`.
+    func between(_ position: UInt64, current: UInt64) -> Between {
+        if position >= current { return .upToDate }
+        guard head < steps.count, steps[head].from <= position else { return .tooOld }
+        // The first step that ends after `position`: the value at
+        // `position` is the one that step starts from.
+        var low = head
+        var high = steps.count
+        while low < high {
+            let middle = (low + high) / 2
+            if steps[middle].to <= position { low = middle + 1 } else { high = middle }
+        }
+        let slice = steps[low...]
+        if slice.contains(where: { $0.changes == nil }) { return .reset }
+        return .steps(slice)
+    }
+}

@@ -1,0 +1,366 @@
+import DBWatch
+import Foundation
+import Logging
+
+/// One connection of the sync protocol: its subscriptions, the position of
+/// the last batch it sent, and its write loop (a ``ClientMailbox``, so that
+/// keep-alives, stalls and shutdown work as for every stream).
+///
+/// It never queues batches. When one of its feeds moves, it wakes its
+/// write loop; when the loop can write, the session composes **one** batch
+/// at the latest position at which every subscription's value is known
+/// (``SyncFeed/View/isCurrent``), holding what changed since what the
+/// client holds: one feed step as `changes`, several as `catchUp`, or a
+/// `snapshot` when the history no longer holds them. So a client that
+/// reads slowly receives fewer, larger batches, and the server holds
+/// nothing per batch.
+/// Who opened a sync session (an adapter's principal: a token's subject,
+/// a user id, or nobody): a message posted for the session must come from
+/// the same.
+package struct SyncOwner: Hashable, @unchecked Sendable {  // built only from a Sendable value
+    let value: AnyHashable?
+
+    package init(_ value: (any Hashable & Sendable)?) {
+        self.value = value.map { AnyHashable($0) }
+    }
+}
+
+package final class SyncSession: Sendable {
+    /// What a client holds of one subscription.
+    enum Held: Sendable {
+        /// Nothing: it subscribed without a position.
+        case nothing
+        /// The value as of the position it subscribed with, if that is a
+        /// position of this server (`nil`: another epoch, or later than
+        /// this server's last commit).
+        case resuming(from: UInt64?)
+        /// The feed's value at this position.
+        case value(at: UInt64)
+    }
+
+    struct Subscription {
+        let feed: SyncFeed
+        let mode: SyncMode
+        var held: Held
+        /// The generation of the last failure sent (see ``SyncFeed/Failure``).
+        var failureSent = 0
+    }
+
+    private struct State {
+        var subscriptions: [String: Subscription] = [:]
+        /// The position of the last batch (or of `hello`).
+        var position: UInt64
+        var isClosed = false
+    }
+
+    /// The head of a sync connection over server-sent events.
+    package static var eventStreamHeaders: [(name: String, value: String)] {
+        [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")]
+    }
+
+    /// The session's id, as `hello` and `POST /sync/ID` name it.
+    package let id: String
+    let live: LiveQueries
+    let client: ClientMailbox
+    /// Who opened it: a message posted for it must come from the same
+    /// (the adapter's principal: a token's subject, a user id).
+    let owner: SyncOwner
+    let logger: Logger
+    let resolve: @Sendable (SyncSubscription) async throws -> SyncQuery
+    private let state: Locked<State>
+
+    init(
+        live: LiveQueries, transport: Transport, owner: SyncOwner, logger: Logger,
+        resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
+    ) {
+        var generator = SystemRandomNumberGenerator()
+        id = (0..<4).map { _ in String(generator.next() as UInt32, radix: 16) }.joined(separator: "-")
+        self.live = live
+        client = ClientMailbox(heldDigest: nil, transport: transport)
+        self.owner = owner
+        self.logger = logger
+        self.resolve = resolve
+        state = Locked(State(position: live.database.commitPosition))
+    }
+
+    private var epoch: String { live.syncEpoch }
+
+    // MARK: - Running
+
+    /// Runs the connection until it ends: `hello`, then a batch whenever
+    /// the client can take one. Throws when the client must be disconnected.
+    package func run(write: (Frame) async throws -> Void) async throws {
+        guard live.register(client) else {
+            try await write(.end(.shutdown))
+            return
+        }
+        live.addSyncSession(self)
+        logger.debug("Sync client connected", metadata: [LogKey.transport: "\(transportName)"])
+        defer { end() }
+        let hello = SyncJSON.object([
+            ("type", SyncJSON.string("hello")), ("protocol", Array("1".utf8)), ("session", SyncJSON.string(id)),
+            ("position", SyncJSON.string("\(epoch)/\(state.withLock { $0.position })")),
+        ])
+        try await write(.sync("hello", json: hello, for: client.transport))
+        do {
+            try await client.run(counters: live.counters) { frame in
+                guard frame === Frame.syncWake else { return try await write(frame) }
+                for message in compose() { try await write(message) }
+            }
+        } catch  where client.finishReason == .disconnected {
+            // The client closed the connection: not an error of the handler.
+        }
+    }
+
+    private var transportName: String { client.transport == .webSocket ? "websocket" : "sse" }
+
+    private func end() {
+        let subscriptions = state.withLock { state in
+            state.isClosed = true
+            defer { state.subscriptions = [:] }
+            return Array(state.subscriptions.values)
+        }
+        for subscription in subscriptions { live.detach(self, from: subscription.feed) }
+        live.removeSyncSession(self)
+        live.unregister(client)
+        logger.debug(
+            "Sync client left",
+            metadata: [
+                LogKey.transport: "\(transportName)",
+                LogKey.reason: "\(client.finishReason.map { "\($0)" } ?? "ended")",
+            ])
+    }
+
+    /// The client went away.
+    package func clientLeft() {
+        client.finish(.disconnected)
+    }
+
+    /// Graceful shutdown: the stream ends with its final `end` message.
+    package func shutDown() {
+        client.finish(.shutdown)
+    }
+
+    // MARK: - Feeds
+
+    /// A feed moved: the write loop composes the next batch when it can.
+    func feedDidMove() {
+        client.offer(.syncWake)
+    }
+
+    /// A feed ended (the database closed or was replaced): so does the connection.
+    func feedDidEnd(_ reason: ClientFinish) {
+        client.offer(.syncWake)
+        client.finish(reason)
+    }
+
+    // MARK: - Client messages
+
+    /// Handles one client message (a WebSocket text message, or the body
+    /// of `POST /sync/ID`). A refused message is also sent on the
+    /// connection as an `error` message (with the subscription's `id`
+    /// when it names one).
+    package func receive(_ json: Data) async throws(LiveQueriesError) {
+        let message: SyncClientMessage
+        do {
+            message = try SyncClientMessage(json: json)
+        } catch {
+            send(error, id: nil)
+            throw error
+        }
+        switch message {
+        case .unsubscribe(let id):
+            let removed = state.withLock { $0.subscriptions.removeValue(forKey: id) }
+            if let removed { live.detach(self, from: removed.feed) }
+        case .subscribe(let id, let subscription, let mode, let position):
+            do {
+                try await subscribe(id, to: subscription, mode: mode, position: position)
+            } catch {
+                logger.debug(
+                    "Sync subscription refused",
+                    metadata: [
+                        LogKey.transport: "\(transportName)", LogKey.request: "\(subscription.query)",
+                        LogKey.error: "\(error)",
+                    ])
+                send(error, id: id)
+                throw error
+            }
+        }
+    }
+
+    private func subscribe(
+        _ id: String, to subscription: SyncSubscription, mode: SyncMode, position: SyncPosition?
+    ) async throws(LiveQueriesError) {
+        let limit = live.configuration.syncMaxSubscriptions
+        let refusal = state.withLock { state -> LiveQueriesError? in
+            if state.subscriptions[id] != nil { return .duplicateSubscription(id) }
+            if state.subscriptions.count >= limit { return .tooManySubscriptions(limit) }
+            return nil
+        }
+        if let refusal { throw refusal }
+        let query: SyncQuery
+        do {
+            query = try await resolve(subscription)
+        } catch let error as LiveQueriesError {
+            throw error
+        } catch {
+            throw .badRequest(ErrorBody(refusal: error).message)
+        }
+        let feed = try live.syncFeed(for: query, logger: logger)
+        // A position of this epoch no later than the server's: the client's
+        // value as of then. Any other position is unknown: a snapshot.
+        let held: Held =
+            position.map { position in
+                let known = position.epoch == epoch && position.sequence <= live.database.commitPosition
+                return .resuming(from: known ? position.sequence : nil)
+            } ?? .nothing
+        // Attached first: a feed that moves meanwhile wakes this session.
+        feed.attach(self)
+        let added = state.withLock { state -> Result<Void, LiveQueriesError>? in
+            guard !state.isClosed else { return nil }
+            if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
+            state.subscriptions[id] = Subscription(feed: feed, mode: mode, held: held)
+            return .success(())
+        }
+        switch added {
+        case .success?:
+            feedDidMove()
+        case .failure(let refusal)?:
+            live.detach(self, from: feed)
+            throw refusal
+        case nil:
+            live.detach(self, from: feed)
+        }
+    }
+
+    /// Sends an error message now (it does not wait for a batch).
+    private func send(_ error: LiveQueriesError, id: String?) {
+        var members: [(key: String, value: [UInt8])] = [("type", SyncJSON.string("error"))]
+        if let id { members.append(("id", SyncJSON.string(id))) }
+        members.append(("error", Self.errorJSON(ErrorBody(error), reason: error.reason)))
+        client.offer(.sync("error", json: SyncJSON.object(members), for: client.transport))
+    }
+
+    /// `{"message":…,"code":…,"reason":…}`: the one error body, with the
+    /// protocol's reason when there is one.
+    static func errorJSON(_ body: ErrorBody, reason: String?) -> [UInt8] {
+        var members: [(key: String, value: [UInt8])] = [("message", SyncJSON.string(body.message))]
+        if let code = body.code { members.append(("code", Array(String(code).utf8))) }
+        if let reason { members.append(("reason", SyncJSON.string(reason))) }
+        return SyncJSON.object(members)
+    }
+
+    // MARK: - Batches
+
+    /// The messages to write now: errors of subscriptions whose fetches
+    /// fail, then one batch, if every subscription's value is known at a
+    /// common position and one of them changed for the client.
+    private func compose() -> [Frame] {
+        state.withLock { state in
+            guard !state.isClosed else { return [] }
+            var frames: [Frame] = []
+            var views: [String: SyncFeed.View] = [:]
+            for (id, subscription) in state.subscriptions {
+                let view = subscription.feed.view
+                views[id] = view
+                if let failure = view.failure, failure.generation > subscription.failureSent {
+                    state.subscriptions[id]?.failureSent = failure.generation
+                    frames.append(errorFrame(failure, id: id))
+                }
+            }
+            if let batch = batch(&state, views: views) { frames.append(batch) }
+            return frames
+        }
+    }
+
+    private func errorFrame(_ failure: SyncFeed.Failure, id: String) -> Frame {
+        let json = SyncJSON.object([
+            ("type", SyncJSON.string("error")), ("id", SyncJSON.string(id)),
+            ("position", SyncJSON.string("\(epoch)/\(failure.position)")),
+            ("error", Self.errorJSON(failure.body, reason: nil)),
+        ])
+        return .sync("error", json: json, for: client.transport)
+    }
+
+    private func batch(_ state: inout State, views: [String: SyncFeed.View]) -> Frame? {
+        var target = state.position
+        var changed: [String] = []
+        for (id, subscription) in state.subscriptions {
+            guard let current = views[id]?.current else { continue }
+            switch subscription.held {
+            case .nothing, .resuming: changed.append(id)
+            case .value(let position) where position < current.position: changed.append(id)
+            case .value: continue
+            }
+            target = max(target, current.position)
+        }
+        guard !changed.isEmpty else { return nil }
+        // Every value must be the value now: a feed that a commit touched
+        // is fetching, and will move again (then the batch is composed).
+        for view in views.values where view.current != nil && !view.isCurrent { return nil }
+        var entries: [(key: String, value: [UInt8])] = []
+        for id in changed.sorted() {
+            guard let view = views[id], let current = view.current, let subscription = state.subscriptions[id]
+            else { continue }
+            if let entry = entry(for: subscription, view: view, current: current) { entries.append((id, entry)) }
+            state.subscriptions[id]?.held = .value(at: current.position)
+        }
+        state.position = target
+        guard !entries.isEmpty else { return nil }
+        let json = SyncJSON.object([
+            ("type", SyncJSON.string("batch")), ("position", SyncJSON.string("\(epoch)/\(target)")),
+            ("changes", SyncJSON.object(entries)),
+        ])
+        return .sync("batch", json: json, for: client.transport)
+    }
+
+    /// What one subscription receives in a batch; `nil` when the client
+    /// holds the current value already (it resumed from a position).
+    private func entry(for subscription: Subscription, view: SyncFeed.View, current: SyncFeed.Current) -> [UInt8]? {
+        if subscription.mode == .values || current.value.rows == nil { return valueEntry(current) }
+        let from: UInt64
+        var reason = "slow"
+        switch subscription.held {
+        case .nothing:
+            return snapshotEntry(current, reason: "subscribed")
+        case .resuming(nil):
+            return snapshotEntry(current, reason: "resumed")
+        case .resuming(let position?):
+            from = position
+            reason = "resumed"
+        case .value(let position):
+            from = position
+        }
+        switch view.history.between(from, current: current.position) {
+        case .upToDate:
+            return nil
+        case .tooOld:
+            return snapshotEntry(current, reason: reason)
+        case .reset:
+            return snapshotEntry(current, reason: "reset")
+        case .steps(let steps):
+            let changes = steps.compactMap(\.changes)
+            if changes.count == 1, case .value = subscription.held {
+                return [UInt8](#"{"kind":"changes","#.utf8) + changes[0].dropFirst()
+            }
+            // Several steps: as a catch-up, unless a snapshot is smaller.
+            let size = changes.reduce(0) { $0 + $1.count }
+            if size > current.snapshotMembers.count { return snapshotEntry(current, reason: reason) }
+            return [UInt8](#"{"kind":"catchUp","steps":"#.utf8) + SyncJSON.array(changes) + [UInt8(ascii: "}")]
+        }
+    }
+
+    private func snapshotEntry(_ current: SyncFeed.Current, reason: String) -> [UInt8] {
+        var json = [UInt8](#"{"kind":"snapshot","reason":"#.utf8)
+        json += SyncJSON.string(reason)
+        json.append(UInt8(ascii: ","))
+        json += current.snapshotMembers
+        json.append(UInt8(ascii: "}"))
+        return json
+    }
+
+    private func valueEntry(_ current: SyncFeed.Current) -> [UInt8] {
+        // A value that does not encode goes out as `null` (and is logged once by the feed).
+        [UInt8](#"{"kind":"value","value":"#.utf8) + (current.wholeJSON ?? Array("null".utf8)) + [UInt8(ascii: "}")]
+    }
+}

@@ -1,0 +1,128 @@
+import DBWatch
+import DBWatchDelivery
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+extension LiveQueries {
+    /// Adds the sync protocol's routes over server-sent events (see
+    /// <doc:SyncProtocol>): `GET /PATH` opens a connection, `POST
+    /// /PATH/SESSION` carries its client's `subscribe` and `unsubscribe`
+    /// messages. `resolve` turns each subscription into a ``SyncQuery``
+    /// (throw ``LiveQueriesError/unknownQuery(_:)`` for a name you do not
+    /// serve); `owner` names who opens a connection (a user id), so that
+    /// only the same may post to it.
+    ///
+    /// ```swift
+    /// live.addSyncRoutes(to: router) { subscription, request, context in
+    ///     guard subscription.query == "leaderboard" else { throw LiveQueriesError.unknownQuery(subscription.query) }
+    ///     return .identifiable(TopPlayers(limit: Int(subscription.params["n"] ?? "") ?? 10))
+    /// }
+    /// ```
+    ///
+    /// The JavaScript client (``javaScriptClient``, served with
+    /// ``addJavaScriptClientRoute(to:path:)``) speaks it from a page.
+    public func addSyncRoutes<Context: RequestContext>(
+        to router: Router<Context>, path: String = "sync",
+        owner: @escaping @Sendable (Request, Context) -> (any Hashable & Sendable)? = { _, _ in nil },
+        resolve: @escaping @Sendable (SyncSubscription, Request, Context) async throws -> SyncQuery
+    ) {
+        router.get(RouterPath(path)) { [self] request, context in
+            syncEvents(
+                for: request, context: context, owner: SyncOwner(owner(request, context)),
+                resolve: { try await resolve($0, request, context) })
+        }
+        router.post(RouterPath(path + "/:session")) { [self] request, context in
+            guard let session = context.parameters.get("session") else { return Response(syncRefusal(.unknownSession)) }
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: 64 * 1024)
+            } catch {
+                return Response(syncRefusal(.badRequest("the message is longer than 64 KiB")))
+            }
+            do throws(LiveQueriesError) {
+                try await receiveSyncMessage(
+                    Data(body.readableBytesView), session: session, owner: SyncOwner(owner(request, context)))
+                return Response(Self.syncAccepted)
+            } catch {
+                return Response(syncRefusal(error))
+            }
+        }
+    }
+
+    /// Serves ``javaScriptClient`` at `GET /PATH`.
+    ///
+    /// ```swift
+    /// live.addJavaScriptClientRoute(to: router)   // <script type="module"> import { connect } from "/dbwatch.js"
+    /// ```
+    public func addJavaScriptClientRoute<Context: RequestContext>(
+        to router: Router<Context>, path: String = "dbwatch.js"
+    ) {
+        router.get(RouterPath(path)) { _, _ in Response(LiveQueries.javaScriptClientAnswer) }
+    }
+
+    /// A sync connection over server-sent events: `hello`, then batches.
+    private func syncEvents(
+        for request: Request, context: some RequestContext, owner: SyncOwner,
+        resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
+    ) -> Response {
+        let session: SyncSession
+        switch syncSession(transport: .serverSentEvents, owner: owner, logger: context.logger, resolve: resolve) {
+        case .failure(let refusal): return Response(syncRefusal(refusal))
+        case .success(let accepted): session = accepted
+        }
+        watchServerShutdown()
+        return Response(
+            status: .ok, headers: HTTPFields(SyncSession.eventStreamHeaders),
+            body: ResponseBody { writer in
+                try await request.body.consumeWithInboundCloseHandler { _ in
+                    try await session.run { frame in try await writer.write(frame.byteBuffer(.serverSentEvents)) }
+                } onInboundClosed: {
+                    session.clientLeft()
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// A sync connection over a WebSocket: the client's messages are text
+    /// messages, and so are the server's (see <doc:SyncProtocol>).
+    ///
+    /// ```swift
+    /// router.ws("sync/socket") { inbound, outbound, context in
+    ///     try await live.syncWebSocket(inbound: inbound, outbound: outbound, context: context) { subscription in
+    ///         .identifiable(TopPlayers(limit: Int(subscription.params["n"] ?? "") ?? 10))
+    ///     }
+    /// }
+    /// ```
+    public func syncWebSocket(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, context: some WebSocketContext,
+        resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
+    ) async throws {
+        let session: SyncSession
+        switch syncSession(transport: .webSocket, owner: SyncOwner(nil), logger: context.logger, resolve: resolve) {
+        case .failure(let refusal):
+            try await outbound.write(.text(String(decoding: syncRefusal(refusal).body, as: UTF8.self)))
+            return
+        case .success(let accepted): session = accepted
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { session.clientLeft() }
+                for try await message in inbound.messages(maxSize: 64 * 1024) {
+                    switch message {
+                    case .text(let text): try? await session.receive(Data(text.utf8))
+                    case .binary(let buffer): try? await session.receive(Data(buffer.readableBytesView))
+                    }
+                }
+            }
+            watchServerShutdown()
+            try await session.run { frame in
+                try await outbound.withTextMessageWriter { write in try await write(frame.byteBuffer(.webSocket)) }
+            }
+            group.cancelAll()
+        }
+    }
+}

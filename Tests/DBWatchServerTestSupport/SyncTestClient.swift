@@ -1,0 +1,136 @@
+import AsyncHTTPClient
+import DBWatchDelivery
+import DBWatchTestSupport
+import Foundation
+
+/// A message of the sync protocol as a test reads it: its type (the
+/// event's name) and its JSON object.
+public struct SyncMessage: @unchecked Sendable {  // `fields` holds JSONSerialization's immutable values
+    public let type: String
+    public let fields: [String: Any]
+
+    public subscript(_ name: String) -> Any? { fields[name] }
+
+    /// A batch's entries by subscription id.
+    public var changes: [String: [String: Any]] { fields["changes"] as? [String: [String: Any]] ?? [:] }
+
+    /// The position of a batch, `hello` or error.
+    public var position: String? { fields["position"] as? String }
+
+    /// The sequence of ``position``.
+    public var sequence: UInt64? { position.flatMap { $0.split(separator: "/").last.flatMap { UInt64($0) } } }
+}
+
+/// A client of the sync protocol over server-sent events, with the POSTs
+/// beside the stream, for tests: the raw protocol, no client library.
+public final class SyncTestClient {
+    public let stream: EventStream
+    /// The session id and position of `hello`.
+    public let session: String
+    public let helloPosition: String
+    private let baseURL: String
+    private let headers: [(String, String)]
+
+    private init(stream: EventStream, session: String, position: String, baseURL: String, headers: [(String, String)]) {
+        self.stream = stream
+        self.session = session
+        self.helloPosition = position
+        self.baseURL = baseURL
+        self.headers = headers
+    }
+
+    /// Opens `GET baseURL/sync` and reads `hello`; with its own `client`,
+    /// whose shutdown ends the connection.
+    public static func connect(
+        _ baseURL: String, headers: [(String, String)] = [], client: HTTPClient = .shared
+    ) async throws -> SyncTestClient {
+        let stream = try await EventStream.open("\(baseURL)/sync", headers: headers, client: client)
+        guard stream.status == 200 else {
+            throw EventStream.Failure("GET /sync answered \(stream.status): \(try await stream.remainingBody())")
+        }
+        let hello = try await Self.message(stream.nextEvent())
+        guard hello.type == "hello", let session = hello["session"] as? String, let position = hello.position,
+            hello["protocol"] as? Int == 1
+        else { throw EventStream.Failure("the first message is not hello: \(hello.fields)") }
+        return SyncTestClient(stream: stream, session: session, position: position, baseURL: baseURL, headers: headers)
+    }
+
+    /// Posts one message for this session; returns the answer.
+    @discardableResult
+    public func send(_ message: [String: Any]) async throws -> (status: Int, body: String) {
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: message), as: UTF8.self)
+        let answer = try await fetch("\(baseURL)/sync/\(session)", method: "POST", body: json, headers: headers)
+        return (answer.status, answer.body)
+    }
+
+    /// Subscribes `id`; returns the POST's status.
+    @discardableResult
+    public func subscribe(
+        _ id: String, to query: String, params: [String: String] = [:], mode: String? = nil, position: String? = nil
+    ) async throws -> Int {
+        var message: [String: Any] = ["type": "subscribe", "id": id, "query": query, "params": params]
+        if let mode { message["mode"] = mode }
+        if let position { message["position"] = position }
+        return try await send(message).status
+    }
+
+    /// The next message.
+    public func next() async throws -> SyncMessage {
+        try Self.message(try await stream.nextEvent())
+    }
+
+    static func message(_ event: ServerSentEvent) throws -> SyncMessage {
+        guard let type = event.event, let data = event.data,
+            let fields = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any]
+        else { throw EventStream.Failure("not a sync message: \(event)") }
+        return SyncMessage(type: type, fields: fields)
+    }
+}
+
+/// What a client holds of its subscriptions: each result as keyed rows,
+/// with batches applied as the reference says (snapshots, changes,
+/// catch-ups through `KeyedRows.applying`).
+public struct SyncResults {
+    public private(set) var results: [String: KeyedRows] = [:]
+    /// Whole values (`"kind": "value"`) by subscription id.
+    public private(set) var values: [String: Any] = [:]
+
+    public init() {}
+
+    /// Applies every entry of `batch`.
+    public mutating func apply(_ batch: SyncMessage) throws {
+        for (id, entry) in batch.changes {
+            switch entry["kind"] as? String {
+            case "snapshot":
+                let rows = (entry["rows"] as? [[String: Any]] ?? []).map { row in
+                    KeyedRow(key: Self.json(row["key"]!), row: Self.json(row["row"]!))
+                }
+                results[id] = try KeyedRows(rows)
+            case "changes":
+                results[id] = try held(id).applying(KeyedChanges(json: Self.json(entry)))
+            case "catchUp":
+                for step in entry["steps"] as? [[String: Any]] ?? [] {
+                    results[id] = try held(id).applying(KeyedChanges(json: Self.json(step)))
+                }
+            case "value":
+                values[id] = entry["value"]
+            default:
+                throw EventStream.Failure("unknown entry \(entry)")
+            }
+        }
+    }
+
+    private func held(_ id: String) throws -> KeyedRows {
+        guard let rows = results[id] else { throw EventStream.Failure("changes for \(id), which holds nothing") }
+        return rows
+    }
+
+    /// The rows of `id`'s result, decoded.
+    public func rows<Row: Decodable>(_ id: String, as type: Row.Type) throws -> [Row] {
+        try (results[id]?.rows ?? []).map { try JSONDecoder().decode(Row.self, from: $0.row) }
+    }
+
+    static func json(_ value: Any) -> Data {
+        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])) ?? Data()
+    }
+}
