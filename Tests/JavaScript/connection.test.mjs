@@ -512,3 +512,23 @@ test("a process whose connections are closed exits: no timer, stream or request 
     }
   });
 });
+
+test("a stream silent for idleTimeout is taken as dead and opened again", options, async () => {
+  await withServer(async (server) => {
+    const errors = [];
+    const db = connect(server.url, { retry: fast, idleTimeout: 100, onError: (error) => errors.push(error) });
+    try {
+      db.subscribe("a");
+      const first = await server.streams.next();
+      await first.hello("e/1");
+      await server.posts.next();
+      await first.closed;
+      const second = await server.streams.next();
+      await second.hello("e/1");
+      assert.equal((await server.posts.next()).session, second.session);
+      assert.match(errors[0].message, /no keep-alive for 100 ms/);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -153,6 +153,9 @@ export class KeyedResult {
  * @property {{initial?: number, max?: number}} [retry] the reconnection
  *   delay in milliseconds: `initial` (500) doubling to `max` (30,000), each
  *   delay drawn between half of it and all of it; reset by a `hello`
+ * @property {number} [idleTimeout] milliseconds without a byte on the
+ *   stream (keep-alives included, every 15 s by default) after which it is
+ *   taken as dead and reopened: 45,000 by default, 0 never
  * @property {(error: Error) => void} [onError] problems of the connection:
  *   a stream refused or cut, an error message without `id`, changes that do
  *   not fit (the subscription is then subscribed again), a callback that threw
@@ -358,6 +361,7 @@ export class Connection {
     if (this.#status === "closed") return;
     const abort = new AbortController();
     this.#abort = abort;
+    let idle = null;
     try {
       const response = await this.#fetch(this.#base + "sync", {
         headers: await this.#headers({ Accept: "text/event-stream" }),
@@ -374,7 +378,17 @@ export class Connection {
       const parser = new EventStreamParser((event, data) => this.#receive(event, data, abort));
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
+      const idleTimeout = this.#options.idleTimeout ?? 45000;
       for (;;) {
+        // A stream silent for idleTimeout (keep-alives included) is dead: a
+        // lost network may never end a TCP connection by itself.
+        if (idleTimeout > 0) {
+          clearTimeout(idle);
+          idle = setTimeout(() => {
+            this.#report(new Error(`no keep-alive for ${idleTimeout} ms: reconnecting`));
+            abort.abort();
+          }, idleTimeout);
+        }
         const { done, value } = await reader.read();
         if (done) break;
         parser.push(decoder.decode(value, { stream: true }));
@@ -384,6 +398,7 @@ export class Connection {
       // An abort is this client's own decision (close, end, a connection error).
       if (!abort.signal.aborted) throw error;
     } finally {
+      clearTimeout(idle);
       abort.abort();
     }
   }
@@ -405,6 +420,7 @@ export class Connection {
           return;
         }
         this.#session = message.session;
+        this.#byId.clear();
         this.position = message.position ?? null;
         this.#attempt = 0;
         this.#setStatus("open");
