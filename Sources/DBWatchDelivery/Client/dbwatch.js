@@ -158,7 +158,9 @@ export class KeyedResult {
  *   taken as dead and reopened: 45,000 by default, 0 never
  * @property {(error: Error) => void} [onError] problems of the connection:
  *   a stream refused or cut, an error message without `id`, changes that do
- *   not fit (the subscription is then subscribed again), a callback that threw
+ *   not fit (the subscription is then subscribed again); a callback that
+ *   throws goes to `reportError` (or `console.error` in node) and the
+ *   connection goes on
  * @property {(status: "connecting" | "open" | "waiting" | "closed") => void} [onStatus]
  *   called when `status` changes
  * @property {(batch: {position: string, changes: object}) => void} [onBatch]
@@ -625,7 +627,8 @@ export class Subscription {
     return this.#state.mode;
   }
 
-  /** The rows in order, each `{key, row}` (empty in values mode and before the first snapshot). */
+  /** The rows in order, each `{key, row}` (empty in values mode and before the first snapshot):
+   *  a new array after every change, not to be modified. */
   get rows() {
     return this.#state.result.rows;
   }
