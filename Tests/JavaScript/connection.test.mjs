@@ -532,3 +532,30 @@ test("a stream silent for idleTimeout is taken as dead and opened again", option
     }
   });
 });
+
+test("a callback that throws is reported and the connection goes on", options, async (t) => {
+  const reported = [];
+  t.mock.method(console, "error", (error) => reported.push(error));
+  await withServer(async (server) => {
+    const db = connect(server.url, { retry: fast });
+    const seen = updates();
+    try {
+      const top = db.subscribe("top", {}, (subscription, change) => {
+        seen.push(change);
+        if (change.kind === "snapshot") throw new Error("a bug in the page");
+      });
+      const stream = await server.streams.next();
+      await stream.hello("e/1");
+      const { id } = (await server.posts.next()).body;
+      await stream.batch("e/2", { [id]: snapshot(1) });
+      await seen.next();
+      await stream.batch("e/3", { [id]: { kind: "changes", delete: [1] } });
+      await seen.next();
+      assert.deepEqual(keys(top), []);
+      assert.equal(top.position, "e/3");
+      assert.deepEqual(reported.map((error) => error.message), ["a bug in the page"]);
+    } finally {
+      db.close();
+    }
+  });
+});
