@@ -355,6 +355,7 @@ let package = Package(
                 "dbwatch",
                 "DBWatch",
                 "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),

@@ -31,25 +31,36 @@ extension LiveQueries {
         resolve: @escaping @Sendable (SyncSubscription, Request, Context) async throws -> SyncQuery
     ) {
         router.get(RouterPath(path)) { [self] request, context in
-            syncEvents(
-                for: request, context: context, owner: SyncOwner(owner(request, context)),
-                resolve: { try await resolve($0, request, context) })
+            syncEvents(for: request, context: context, owner: owner(request, context)) {
+                try await resolve($0, request, context)
+            }
         }
         router.post(RouterPath(path + "/:session")) { [self] request, context in
-            guard let session = context.parameters.get("session") else { return Response(syncRefusal(.unknownSession)) }
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: 64 * 1024)
-            } catch {
-                return Response(syncRefusal(.badRequest("the message is longer than 64 KiB")))
-            }
-            do throws(LiveQueriesError) {
-                try await receiveSyncMessage(
-                    Data(body.readableBytesView), session: session, owner: SyncOwner(owner(request, context)))
-                return Response(Self.syncAccepted)
-            } catch {
-                return Response(syncRefusal(error))
-            }
+            await syncMessage(request, context: context, owner: owner(request, context))
+        }
+    }
+
+    /// The answer to `POST /PATH/:session` (see ``addSyncRoutes(to:path:owner:resolve:)``),
+    /// for a server that adds its own routes: `202`, or the refusal.
+    ///
+    /// ```swift
+    /// router.post("sync/:session") { request, context in await live.syncMessage(request, context: context, owner: nil) }
+    /// ```
+    public func syncMessage(
+        _ request: Request, context: some RequestContext, owner: (any Hashable & Sendable)?
+    ) async -> Response {
+        guard let session = context.parameters.get("session") else { return Response(syncRefusal(.unknownSession)) }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: 64 * 1024)
+        } catch {
+            return Response(syncRefusal(.badRequest("the message is longer than 64 KiB")))
+        }
+        do throws(LiveQueriesError) {
+            try await receiveSyncMessage(Data(body.readableBytesView), session: session, owner: SyncOwner(owner))
+            return Response(Self.syncAccepted)
+        } catch {
+            return Response(syncRefusal(error))
         }
     }
 
@@ -64,13 +75,23 @@ extension LiveQueries {
         router.get(RouterPath(path)) { _, _ in Response(LiveQueries.javaScriptClientAnswer) }
     }
 
-    /// A sync connection over server-sent events: `hello`, then batches.
-    private func syncEvents(
-        for request: Request, context: some RequestContext, owner: SyncOwner,
+    /// The answer to `GET /PATH` (see ``addSyncRoutes(to:path:owner:resolve:)``),
+    /// for a server that adds its own routes: a sync connection over
+    /// server-sent events (`hello`, then batches), or the refusal.
+    ///
+    /// ```swift
+    /// router.get("sync") { request, context in
+    ///     live.syncEvents(for: request, context: context, owner: nil) { .identifiable(TopPlayers(limit: 10)) }
+    /// }
+    /// ```
+    public func syncEvents(
+        for request: Request, context: some RequestContext, owner: (any Hashable & Sendable)?,
         resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
     ) -> Response {
         let session: SyncSession
-        switch syncSession(transport: .serverSentEvents, owner: owner, logger: context.logger, resolve: resolve) {
+        switch syncSession(
+            transport: .serverSentEvents, owner: SyncOwner(owner), logger: context.logger, resolve: resolve)
+        {
         case .failure(let refusal): return Response(syncRefusal(refusal))
         case .success(let accepted): session = accepted
         }

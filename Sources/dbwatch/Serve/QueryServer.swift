@@ -137,7 +137,42 @@ final class QueryServer: Sendable {
         router.get("queries/:name/events") { [self] request, context in
             events(for: request, context: context)
         }
+        // The sync protocol: the same queries, keyed by their key columns.
+        router.get("sync") { [self] request, context in
+            counted(request, context: context) {
+                live.syncEvents(for: request, context: context, owner: context.identity) { [self] subscription in
+                    try syncQuery(subscription, identity: context.identity)
+                }
+            }
+        }
+        router.post("sync/:session") { [self] request, context in
+            await live.syncMessage(request, context: context, owner: context.identity)
+        }
+        live.addJavaScriptClientRoute(to: router)
         return router
+    }
+
+    /// The sync query a subscription names, with the access rules of
+    /// `/queries/NAME` (a JWT's claims bind parameters and allow queries).
+    private func syncQuery(_ subscription: SyncSubscription, identity: ServeAccess.Identity) throws -> SyncQuery {
+        guard let query = queriesByName[subscription.query] else {
+            throw LiveQueriesError.unknownQuery(subscription.query)
+        }
+        let parameters = subscription.params.sorted { $0.key < $1.key }.map { (key: $0.key[...], value: $0.value[...]) }
+        let watched: WatchedQuery
+        do {
+            watched = try query.request(queryString: parameters, identity: identity, limits: limits)
+        } catch let refusal as AccessRefusal {
+            throw LiveQueriesError.forbidden(refusal.description)
+        }
+        let key = query.key
+        return SyncQuery(watched, scope: nil) { result in
+            // The key `/queries` names, else the columns the result found.
+            let names = key ?? result.keyColumns.map { $0.map { result.columns[$0] } }
+            return SyncValue(
+                rows: names.flatMap { try? result.keyedRows(key: $0) }, columns: result.columns,
+                encode: { Array(try result.encodedJSON()) })
+        }
     }
 
     private enum Lookup {
@@ -169,6 +204,14 @@ final class QueryServer: Sendable {
         case .success(let request): query = request
         case .failure(let response): return response
         }
+        return counted(request, context: context) { live.events(query, for: request, context: context) }
+    }
+
+    /// A stream (`stream` makes its response), counted against
+    /// ``maxClients`` and logged when it starts and ends.
+    private func counted(
+        _ request: Request, context: ServeRequestContext, stream: () -> Response
+    ) -> Response {
         guard streams.add(1, ordering: .relaxed).newValue <= maxClients else {
             streams.subtract(1, ordering: .relaxed)
             return Self.errorResponse(
@@ -177,7 +220,7 @@ final class QueryServer: Sendable {
         // Released once: when the stream ends, or when the response is
         // dropped without its body ever running (the client left first).
         let slot = StreamSlot { [self] in streams.subtract(1, ordering: .relaxed).newValue }
-        var response = live.events(query, for: request, context: context)
+        var response = stream()
         guard response.status == .ok else {
             slot.release()
             return response
@@ -221,12 +264,14 @@ final class QueryServer: Sendable {
 }
 
 /// Any path without a route is a JSON error answer, not an empty one; any
-/// method but GET is a 405.
+/// method but GET is a 405, except the sync protocol's messages
+/// (`POST /sync/SESSION`).
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard request.method == .get else {
+        let isSyncMessage = request.method == .post && request.uri.path.hasPrefix("/sync/")
+        guard request.method == .get || isSyncMessage else {
             var response = QueryServer.errorResponse(
                 .methodNotAllowed, "only GET is served: \(request.method) \(request.uri.path) is not")
             response.headers[.allow] = "GET"
