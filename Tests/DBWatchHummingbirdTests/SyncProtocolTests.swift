@@ -203,3 +203,46 @@ struct SyncProtocolTests {
         }
     }
 }
+
+/// The sync protocol over a WebSocket: the same messages as text frames,
+/// the client's messages on the same socket.
+@Suite("Sync protocol over a WebSocket")
+struct SyncWebSocketTests {
+    static func message(_ text: String?) throws -> SyncMessage {
+        let text = try #require(text)
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        return SyncMessage(type: fields["type"] as? String ?? "", fields: fields)
+    }
+
+    @Test func aSubscriptionOnASocketGetsASnapshotThenChanges() async throws {
+        try await withTimeout {
+            try await HummingbirdServer.with { server in
+                try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/sync/socket") { socket in
+                    let hello = try Self.message(try await socket.nextText())
+                    #expect(hello.type == "hello" && hello["protocol"] as? Int == 1)
+                    try await socket.send(#"{"type":"subscribe","id":"top","query":"top","params":{"n":"2"}}"#)
+                    var results = SyncResults()
+                    let first = try Self.message(try await socket.nextText())
+                    #expect(first.type == "batch")
+                    try results.apply(first)
+                    try await server.database.write { db in
+                        try db.execute(sql: "INSERT INTO player (name, score) VALUES ('carol', 90)")
+                    }
+                    let second = try Self.message(try await socket.nextText())
+                    #expect(second.changes["top"]?["kind"] as? String == "changes")
+                    try results.apply(second)
+                    #expect(
+                        try results.rows("top", as: RankedPlayer.self).map(\.name) == ["arthur", "carol"])
+
+                    try await socket.send(#"{"type":"subscribe","id":"x","query":"nope"}"#)
+                    let refused = try Self.message(try await socket.nextText())
+                    #expect(refused.type == "error" && refused["id"] as? String == "x")
+                    try await socket.send("not json")
+                    let bad = try Self.message(try await socket.nextText())
+                    #expect(bad.type == "error" && bad["id"] == nil)
+                    try await socket.close()
+                }
+            }
+        }
+    }
+}

@@ -9,6 +9,11 @@ public struct SyncMessage: @unchecked Sendable {  // `fields` holds JSONSerializ
     public let type: String
     public let fields: [String: Any]
 
+    public init(type: String, fields: [String: Any]) {
+        self.type = type
+        self.fields = fields
+    }
+
     public subscript(_ name: String) -> Any? { fields[name] }
 
     /// A batch's entries by subscription id.
