@@ -1,9 +1,11 @@
-/// The page of `serve` at `/`: each query as a live table fed by
-/// `EventSource`, the cells that changed since the previous value
-/// highlighted (rows matched by the query's key columns, as `watch` does).
-/// One self-contained document, HTML, CSS and JavaScript in
-/// `Page/index.html` (no framework, no CDN: it works offline), readable on
-/// a phone.
+/// The page of `serve` at `/`: each query as a live table, every query a
+/// subscription of one connection of the sync protocol (`/dbwatch.js`:
+/// keyed changes, one batch per commit), the cells that changed since the
+/// previous value highlighted (rows matched by the query's key columns, as
+/// `watch` does).
+/// One document, HTML, CSS and JavaScript in `Page/index.html`, and the
+/// client module it imports (no framework, no CDN: it works offline),
+/// readable on a phone.
 ///
 /// Parameters come from the page's own query string (`/?n=10` fills `:n` of
 /// every query that has it) and from a field per parameter.
