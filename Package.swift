@@ -358,6 +358,8 @@ let package = Package(
                 "dbwatch",
                 "DBWatch",
                 "DBWatchTestSupport",
+                // Its log recorder: `serve`'s log lines, captured in-process.
+                "DBWatchServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),

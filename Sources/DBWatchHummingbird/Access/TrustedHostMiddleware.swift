@@ -1,3 +1,4 @@
+import DBWatchDelivery
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -28,7 +29,9 @@ import Hummingbird
 /// Every answer it lets through gets `Cross-Origin-Resource-Policy:
 /// same-origin` and `X-Content-Type-Options: nosniff` (unless the route set
 /// them), so that another site's page cannot embed a route's JSON as a
-/// script or an image. Each refusal is a JSON body `{"message"}`.
+/// script or an image. Each refusal is a JSON body `{"message"}`, and one
+/// debug line of the request's logger (`Request refused`, with the keys
+/// `dbwatch.status`, `dbwatch.reason` and `dbwatch.path`).
 ///
 /// Requests without `Origin` (command-line clients, server-to-server calls),
 /// or with one no browser sends (`ws://…`), are not cross-site and pass the
@@ -66,7 +69,10 @@ public struct TrustedHostMiddleware<Context: RequestContext>: RouterMiddleware {
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        if let refusal = rules.refusal(of: request) { return refusal.response }
+        if let refusal = rules.refusal(of: request) {
+            context.logger.requestRefused(status: refusal.status.code, reason: refusal.message, path: request.uri.path)
+            return refusal.response
+        }
         var response: Response
         do {
             response = try await next(request, context)

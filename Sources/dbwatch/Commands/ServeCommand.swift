@@ -135,6 +135,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not log clients connecting and leaving.")
     var quiet = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Write the server's log lines at this level and above to standard error, with their dbwatch.* keys "
+                + "(debug: each refused request, each client connecting and leaving); "
+                + "without it, only the live queries' warnings.",
+            valueName: "level"))
+    var logLevel: Logger.Level?
+
     @Flag(
         help: ArgumentHelp(
             "Serve GET /metrics in Prometheus' text format (clients, values sent and skipped, stalls), "
@@ -187,7 +195,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = protections.applied(to: LiveQueriesConfiguration())
         // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
         configuration.shutdownWriteGrace = .milliseconds(500)
-        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
+        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: logLevel ?? .warning))
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts,
@@ -197,7 +205,8 @@ struct ServeCommand: AsyncParsableCommand {
         let allowedHosts = allowedHosts
         let reloading = hangUps.map { hangUps in Task { await serveAccess.reloadOnEach(of: hangUps.events) } }
         defer { reloading?.cancel() }
-        try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
+        let logger = Self.logger(level: logLevel ?? .critical)
+        try await Self.serve(server, host: host, port: port, logger: logger, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
                 Output.standardError(
                     serveAccess.isRequired
@@ -278,12 +287,12 @@ struct ServeCommand: AsyncParsableCommand {
     /// and the database closes). An address that cannot be used exits with
     /// ``ExitStatus/cannotListen``.
     static func serve(
-        _ server: QueryServer, host: String, port: Int, interrupt: InterruptSignal,
+        _ server: QueryServer, host: String, port: Int, logger: Logger, interrupt: InterruptSignal,
         onListening: @Sendable (String) -> Void
     ) async throws {
         let running: ServerRun
         do {
-            running = try await ServerRun.start(server, host: host, port: port)
+            running = try await ServerRun.start(server, host: host, port: port, logger: logger)
         } catch {
             await server.live.database.close()
             throw ErrorReport.exit(for: error)
