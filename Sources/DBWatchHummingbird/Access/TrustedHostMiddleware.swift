@@ -2,6 +2,7 @@ import DBWatchDelivery
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// Answers only requests for this server, and writes only from its own
 /// pages: the protection against DNS rebinding and cross-site requests that
@@ -31,7 +32,8 @@ import Hummingbird
 /// them), so that another site's page cannot embed a route's JSON as a
 /// script or an image. Each refusal is a JSON body `{"message"}`, and one
 /// debug line of the request's logger (`Request refused`, with the keys
-/// `dbwatch.status`, `dbwatch.reason` and `dbwatch.path`).
+/// `dbwatch.status`, `dbwatch.reason`, `dbwatch.path` and, with a context
+/// that knows it, `dbwatch.client`).
 ///
 /// Requests without `Origin` (command-line clients, server-to-server calls),
 /// or with one no browser sends (`ws://…`), are not cross-site and pass the
@@ -70,7 +72,10 @@ public struct TrustedHostMiddleware<Context: RequestContext>: RouterMiddleware {
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         if let refusal = rules.refusal(of: request) {
-            context.logger.requestRefused(status: refusal.status.code, reason: refusal.message, path: request.uri.path)
+            let address = (context as? any RemoteAddressRequestContext)?.remoteAddress
+            context.logger.requestRefused(
+                status: refusal.status.code, reason: refusal.message, path: request.uri.path,
+                client: address.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" })
             return refusal.response
         }
         var response: Response
