@@ -24,8 +24,8 @@ package enum LogKey {
 extension Logger {
     /// Logs a request refused before any live query ran (a bad token, a
     /// foreign `Host`, an unknown path): one line at debug level, as every
-    /// refusal of the live queries, with ``LogKey/status``,
-    /// ``LogKey/reason`` and, when given, ``LogKey/path`` and ``LogKey/client``.
+    /// refusal of the live queries, with `LogKey.status`,
+    /// `LogKey.reason` and, when given, `LogKey.path` and `LogKey.client`.
     /// The path and reason are cut to 200 printable ASCII characters.
     package func requestRefused(status: Int, reason: String, path: String?, client: String? = nil) {
         debug(

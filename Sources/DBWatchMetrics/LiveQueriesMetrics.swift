@@ -10,16 +10,16 @@ import Synchronization
 /// reads them; this type reads them (``record()``) and moves the metrics by
 /// the difference since its last read. Nothing runs on a value's path, so
 /// reporting costs a read of nine counters and the database's fetch
-/// durations (``DBWatch/DatabaseWriter/fetchDurations``) per ``record()``,
+/// durations (`DatabaseWriter.fetchDurations`) per ``record()``,
 /// whatever the number of clients. Without a bootstrapped metrics backend
 /// swift-metrics' default factory drops every value.
 ///
 /// The fetch durations are a swift-metrics `Timer`: at each ``record()``,
 /// the fetches counted since the last one are recorded, each bucket's at
 /// its mean duration, so a histogram with the bounds of
-/// ``DBWatch/FetchDurations/upperBounds`` (give them to the backend, as
-/// ``timerBuckets`` does for swift-prometheus) counts every fetch in its
-/// own bucket and sums their real durations. A record costs one timer
+/// `FetchDurations.upperBounds` (give the backend ``timerBuckets``, as
+/// `dbwatch serve` does swift-prometheus) counts every fetch in its own
+/// bucket and sums their real durations. A record costs one timer
 /// record per fetch since the last one. The latency from a commit to the
 /// last client's socket is not measured yet.
 ///

@@ -2,7 +2,7 @@
     import Vapor
 
     /// `LiveQueriesMetrics` as a Vapor lifecycle handler: records every
-    /// ``LiveQueriesMetrics/interval`` from the application's boot until its
+    /// `interval` from the application's boot until its
     /// shutdown, then once more.
     ///
     /// ```swift
@@ -10,7 +10,7 @@
     /// app.lifecycle.use(LiveQueriesMetrics(live))
     /// ```
     extension LiveQueriesMetrics: LifecycleHandler {
-        /// Starts recording every ``LiveQueriesMetrics/interval``: Vapor calls
+        /// Starts recording every `interval`: Vapor calls
         /// it when the application boots.
         ///
         /// ```swift
@@ -51,7 +51,7 @@
         }
     }
 
-    /// The recording task of each ``LiveQueriesMetrics`` of an application.
+    /// The recording task of each `LiveQueriesMetrics` of an application.
     private struct MetricsRecording: StorageKey {
         typealias Value = [ObjectIdentifier: Task<Void, Never>]
     }

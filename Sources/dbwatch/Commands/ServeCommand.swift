@@ -75,8 +75,10 @@ struct ServeCommand: AsyncParsableCommand {
             when the database answers a read and the server is not shutting down, else 503 with a JSON \
             body: a load balancer's health checks, which need no token (the Host check still applies). \
             With --metrics, GET /metrics answers the counters in Prometheus' text format \
-            (dbwatch_clients_connected, dbwatch_values_sent_total, ...), with the same Host check and \
-            tokens as the queries.
+            (dbwatch_clients_connected, dbwatch_values_sent_total, dbwatch_fetch_duration_seconds, ...), \
+            with the same Host check and tokens as the queries. --log-level debug writes one line per \
+            refused request (Request refused, with dbwatch.status, dbwatch.reason, dbwatch.path and \
+            dbwatch.client) to standard error.
 
             The address is printed on standard output once the server listens. One line per client \
             connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
