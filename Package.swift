@@ -174,7 +174,7 @@ let package = Package(
             ]
         ),
         // The delivery engine's counters in swift-metrics, for the adapters
-        // (re-exported by DBWatchHummingbird; not yet by DBWatchVapor) and
+        // (re-exported by DBWatchHummingbird and DBWatchVapor) and
         // `dbwatch serve`. Its own target so that DBWatchDelivery keeps
         // depending on DBWatch alone.
         .target(
@@ -218,6 +218,8 @@ let package = Package(
             dependencies: [
                 "DBWatch",
                 "DBWatchDelivery",
+                // Re-exported (its swift-metrics only with a server trait).
+                .target(name: "DBWatchMetrics", condition: vapor),
                 .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "NIOCore", package: "swift-nio", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
@@ -332,6 +334,7 @@ let package = Package(
                 "DBWatchTestSupport",
                 "DBWatchServerTestSupport",
                 .product(name: "Vapor", package: "vapor", condition: vapor),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: vapor),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: vapor),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: vapor),
                 .product(name: "Logging", package: "swift-log"),
@@ -355,6 +358,8 @@ let package = Package(
                 "dbwatch",
                 "DBWatch",
                 "DBWatchTestSupport",
+                // Its log recorder (`serve`'s log lines, captured in-process)
+                // and the sync protocol's test client.
                 "DBWatchServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),

@@ -1,5 +1,6 @@
-import Metrics
+import DBWatch
 import DBWatchDelivery
+import Metrics
 import Synchronization
 
 /// The counters of a `LiveQueries` reported through swift-metrics, under
@@ -8,9 +9,19 @@ import Synchronization
 /// The delivery engine counts with relaxed atomics whether or not anyone
 /// reads them; this type reads them (``record()``) and moves the metrics by
 /// the difference since its last read. Nothing runs on a value's path, so
-/// reporting costs a read of nine counters per ``record()``, whatever the
-/// number of clients. Without a bootstrapped metrics backend swift-metrics'
-/// default factory drops every value.
+/// reporting costs a read of nine counters and the database's fetch
+/// durations (`DatabaseWriter.fetchDurations`) per ``record()``,
+/// whatever the number of clients. Without a bootstrapped metrics backend
+/// swift-metrics' default factory drops every value.
+///
+/// The fetch durations are a swift-metrics `Timer`: at each ``record()``,
+/// the fetches counted since the last one are recorded, each bucket's at
+/// its mean duration, so a histogram with the bounds of
+/// `FetchDurations.upperBounds` (give the backend ``timerBuckets``, as
+/// `dbwatch serve` does swift-prometheus) counts every fetch in its own
+/// bucket and sums their real durations. A record costs one timer
+/// record per fetch since the last one. The latency from a commit to the
+/// last client's socket is not measured yet.
 ///
 /// ```swift
 /// let live = LiveQueries(pool)
@@ -38,10 +49,14 @@ public final class LiveQueriesMetrics: Sendable {
         public static let clientsStalled = "dbwatch_clients_stalled_total"
         /// Counter: requests refused for starting more shared observations than allowed.
         public static let observationsRefused = "dbwatch_observations_refused_total"
+        /// Timer (a histogram in Prometheus): how long the database's
+        /// observations took to fetch, in seconds (every observation of
+        /// the database, not only the live queries').
+        public static let fetchDuration = "dbwatch_fetch_duration_seconds"
         /// Every name above.
         public static let all = [
             clientsConnected, sharedObservations, valuesSent, errorsSent, fetches, valuesSkipped, clientsStalled,
-            observationsRefused,
+            observationsRefused, fetchDuration,
         ]
     }
 
@@ -58,8 +73,24 @@ public final class LiveQueriesMetrics: Sendable {
     /// ```
     public let interval: Duration
 
+    /// The histogram bounds of ``Name/fetchDuration``, for a backend that
+    /// takes them per label (swift-prometheus'
+    /// `PrometheusMetricsFactory.durationHistogramBuckets`).
+    ///
+    /// ```swift
+    /// var factory = PrometheusMetricsFactory(registry: registry)
+    /// factory.durationHistogramBuckets = LiveQueriesMetrics.timerBuckets
+    /// ```
+    public static var timerBuckets: [String: [Duration]] { [Name.fetchDuration: FetchDurations.upperBounds] }
+
+    /// What the last ``record()`` read.
+    private struct Reading {
+        var statistics: LiveQueriesStatistics
+        var fetchDurations: FetchDurations
+    }
+
     /// The counters at the last ``record()``, `nil` before the first.
-    private let last = Mutex<LiveQueriesStatistics?>(nil)
+    private let last = Mutex<Reading?>(nil)
     private let clientsConnected: Gauge
     private let sharedObservations: Gauge
     private let valuesSent: Counter
@@ -68,6 +99,7 @@ public final class LiveQueriesMetrics: Sendable {
     private let valuesSkipped: Counter
     private let clientsStalled: Counter
     private let observationsRefused: Counter
+    private let fetchDuration: Metrics.Timer
 
     /// Reports `live` through `factory` (the bootstrapped one by default).
     ///
@@ -94,6 +126,7 @@ public final class LiveQueriesMetrics: Sendable {
         valuesSkipped = Counter(label: Name.valuesSkipped, dimensions: dimensions, factory: factory)
         clientsStalled = Counter(label: Name.clientsStalled, dimensions: dimensions, factory: factory)
         observationsRefused = Counter(label: Name.observationsRefused, dimensions: dimensions, factory: factory)
+        fetchDuration = Metrics.Timer(label: Name.fetchDuration, dimensions: dimensions, factory: factory)
     }
 
     /// Reads the live queries' counters once and moves the metrics: gauges
@@ -107,11 +140,14 @@ public final class LiveQueriesMetrics: Sendable {
     public func record() {
         // Read and remembered under the lock, so that two concurrent calls
         // never count a difference twice; the backend is called outside it.
-        let (now, last) = last.withLock { last in
-            let now = live.statistics
+        let (reading, previous) = last.withLock { last in
+            let now = Reading(statistics: live.statistics, fetchDurations: live.database.fetchDurations)
             defer { last = now }
             return (now, last)
         }
+        Self.record(fetchDuration, from: previous?.fetchDurations ?? FetchDurations(), to: reading.fetchDurations)
+        let now = reading.statistics
+        let last = previous?.statistics
         clientsConnected.record(now.clientsConnected)
         sharedObservations.record(now.observations)
         Self.increment(valuesSent, from: last?.valuesSent, to: now.valuesSent)
@@ -133,6 +169,24 @@ public final class LiveQueriesMetrics: Sendable {
             try? await Task.sleep(for: interval)
         }
         record()
+    }
+
+    /// Records the fetches counted since `old`, each bucket's at its mean
+    /// duration (rounded to nanoseconds, so within the bucket's bounds).
+    private static func record(_ timer: Metrics.Timer, from old: FetchDurations, to new: FetchDurations) {
+        for (old, new) in zip(old.buckets, new.buckets) {
+            let count = Int64(new.count - old.count)
+            guard count > 0 else { continue }
+            let total = max(0, nanoseconds(new.total) - nanoseconds(old.total))
+            // `remainder` fetches at the mean rounded up, the others rounded down.
+            let (mean, remainder) = total.quotientAndRemainder(dividingBy: count)
+            for index in 0..<count { timer.recordNanoseconds(index < remainder ? mean + 1 : mean) }
+        }
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     private static func increment(_ counter: Counter, from old: Int?, to new: Int) {

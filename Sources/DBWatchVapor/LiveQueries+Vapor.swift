@@ -1,5 +1,6 @@
 #if Vapor
     @_exported import DBWatchDelivery
+    @_exported import DBWatchMetrics
     import Foundation
     import Vapor
 

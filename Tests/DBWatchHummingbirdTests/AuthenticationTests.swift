@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DBWatch
+import DBWatchDelivery
 @testable import DBWatchHummingbird
 import DBWatchServerTestSupport
 import DBWatchTestSupport
@@ -31,10 +32,14 @@ struct AuthenticationTests {
     ]
 
     /// Runs `body` with the URL of a server whose `/mine/events` and
-    /// `/mine` need a token, and whose `/open/events` does not.
-    func withServer(_ body: @Sendable (String, LiveQueries) async throws -> Void) async throws {
+    /// `/mine` need a token, and whose `/open/events` does not; its debug
+    /// lines go to `logs` when given.
+    func withServer(
+        logs: LogRecorder? = nil, _ body: @Sendable (String, LiveQueries) async throws -> Void
+    ) async throws {
         var logger = Logger(label: "AuthenticationTests")
         logger.logLevel = .error
+        if let logs { logger = logs.logger(label: "AuthenticationTests", level: .debug) }
         let database = try await DatabaseKind.inMemory.makeDatabase()
         let live = LiveQueries(database, configuration: testConfiguration(), logger: logger)
         let router = Router(context: Context.self)
@@ -81,7 +86,8 @@ struct AuthenticationTests {
     }
 
     @Test func requestsWithoutAValidTokenAreA401WithABearerChallengeAndAJSONBody() async throws {
-        try await withServer { url, live in
+        let logs = LogRecorder()
+        try await withServer(logs: logs) { url, live in
             for token in [nil, "alice-tokenx", "alice-toke", "", "Alice-token"] as [String?] {
                 for path in ["mine/events", "mine", "guarded/events"] {
                     let answer = try await EventStream.open(
@@ -96,6 +102,15 @@ struct AuthenticationTests {
             }
             #expect(live.statistics.observations == 0)
         }
+        // Each 401 is one debug line with the stable keys (`/mine`'s
+        // `authenticatedCurrent` has no request, so no path).
+        let refusals = logs.all.filter { $0.metadata[LogKey.status] != nil }
+        #expect(refusals.count == 15, "\(refusals.map(\.metadata))")
+        #expect(refusals.allSatisfy { $0.level == .debug && $0.message == "Request refused" })
+        #expect(refusals.allSatisfy { $0.metadata[LogKey.status] == "401" })
+        #expect(refusals.filter { $0.metadata[LogKey.path] == "/mine/events" }.count == 5)
+        #expect(refusals.filter { $0.metadata[LogKey.path] == "/guarded/events" }.count == 5)
+        #expect(refusals.filter { $0.metadata[LogKey.path] == nil }.count == 5)
     }
 
     @Test func theIdentityChoosesTheRequestAndEqualIdentitiesShareOneObservation() async throws {

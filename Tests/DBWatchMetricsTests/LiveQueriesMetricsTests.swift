@@ -29,3 +29,51 @@ import Testing
         }
     }
 }
+
+/// `dbwatch_fetch_duration_seconds`: each record adds the fetches counted
+/// since the last, each in the bucket the core counted it in, their sum
+/// the real one.
+@Suite struct FetchDurationMetricTests {
+    @Test func eachFetchIsRecordedOnceInItsBucketWithTheRealTotal() async throws {
+        try await withTimeout {
+            let queue = try DatabaseQueue()
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+            let live = LiveQueries(queue)
+            let metrics = TestMetrics()
+            let reporter = LiveQueriesMetrics(live, factory: metrics)
+            let timer = try metrics.expectTimer(LiveQueriesMetrics.Name.fetchDuration)
+            reporter.record()
+            #expect(timer.values.isEmpty)
+
+            let observing = Task { for try await _ in queue.observe(CountOfT()) {} }
+            defer { observing.cancel() }
+            try await waitUntil { queue.fetchDurations.count >= 1 }
+            for value in 1...3 {
+                try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [value]) }
+                try await waitUntil { queue.fetchDurations.count >= 1 + value }
+            }
+            reporter.record()
+            reporter.record()  // nothing new: nothing recorded twice
+            let durations = queue.fetchDurations
+            #expect(durations.count >= 4)
+            #expect(timer.values.count == durations.count)
+            #expect(Duration.nanoseconds(timer.values.reduce(0, +)) == durations.total)
+            // Each value in the bucket its fetch was counted in.
+            var recorded = FetchDurations()
+            for value in timer.values {
+                let index =
+                    FetchDurations.upperBounds.firstIndex { .nanoseconds(value) <= $0 }
+                    ?? FetchDurations.upperBounds.count
+                recorded.buckets[index].count += 1
+            }
+            #expect(recorded.buckets.map(\.count) == durations.buckets.map(\.count))
+            await live.shutDown()
+        }
+    }
+
+    /// `SELECT count(*) FROM t`.
+    private struct CountOfT: Queryable {
+        static var defaultValue: Int { 0 }
+        func fetch(_ db: Database) throws -> Int { try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0 }
+    }
+}

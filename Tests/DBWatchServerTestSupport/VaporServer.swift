@@ -13,6 +13,7 @@
     /// (`GET /top` and `POST /players/:name/:score` throw their errors) and:
     ///
     /// - `/top/small/socket`: `/top/socket` with messages of 64 bytes at most
+    /// - `/healthz` and `/readyz` (`live.addHealthRoutes(to: app)`)
     ///
     /// Errors thrown by routes are answered by ``LiveQueriesErrorMiddleware``.
     public final class VaporServer: AdapterServer {
@@ -43,13 +44,16 @@
 
         /// Runs `body` against a new server, then shuts it down gracefully;
         /// `shutdownAfterLiveQueries` is a lifecycle handler whose shutdown
-        /// Vapor runs after the live queries' and before its HTTP server stops.
+        /// Vapor runs after the live queries' and before its HTTP server stops;
+        /// `handlers` makes lifecycle handlers of the live queries (a
+        /// `LiveQueriesMetrics`), booted after them and shut down before.
         public static func with<T: Sendable>(
             kind: DatabaseKind = .inMemory,
             configuration: LiveQueriesConfiguration = testConfiguration(),
             logs: LogRecorder? = nil,
             detectsExternalChanges: Bool = false,
             shutdownAfterLiveQueries: (any LifecycleHandler)? = nil,
+            handlers: (LiveQueries) -> [any LifecycleHandler] = { _ in [] },
             _ body: @Sendable (VaporServer) async throws -> T
         ) async throws -> T {
             let (live, logger) = try await makeTestLiveQueries(
@@ -62,6 +66,7 @@
             // Vapor shuts handlers down in reverse order: this one after the live queries.
             if let shutdownAfterLiveQueries { app.lifecycle.use(shutdownAfterLiveQueries) }
             app.lifecycle.use(live)
+            for handler in handlers(live) { app.lifecycle.use(handler) }
             app.middleware.use(LiveQueriesErrorMiddleware(live))
             addRoutes(to: app, live: live)
             do {
@@ -83,6 +88,7 @@
         }
 
         private static func addRoutes(to app: Application, live: LiveQueries) {
+            live.addHealthRoutes(to: app)
             app.get("top") { request async throws -> Response in
                 let limit = request.query[Int.self, at: "limit"] ?? 10
                 guard limit >= 0 else { throw LiveQueriesError.badRequest("limit must not be negative") }

@@ -128,7 +128,8 @@ struct ServeAuthenticationEndToEndTests {
             let withCookie = [("Cookie", "theme=dark; " + cookie)]
             let page = try await get(served.url + "?n=2", headers: withCookie)
             #expect(page.status == 200)
-            #expect(page.body.contains("EventSource"))
+            #expect(page.body.contains(#"from "./dbwatch.js""#))
+            #expect(try await get(served.url + "dbwatch.js", headers: withCookie).status == 200)
             #expect(try await get(served.url + "queries", headers: withCookie).status == 200)
             let stream = try await EventStream.open(served.url + "queries/top/events?n=2", headers: withCookie)
             #expect(stream.status == 200)

@@ -60,6 +60,14 @@ struct ServeMetricsEndToEndTests {
                 }
                 #expect(PrometheusText.value(of: "dbwatch_clients_connected", in: after) == 3)
                 #expect((PrometheusText.value(of: "dbwatch_fetches_total", in: after) ?? 0) >= 2)
+                // The shared observation's fetches, in the core's buckets.
+                let histogram = "dbwatch_fetch_duration_seconds"
+                #expect(PrometheusText.declares(histogram, as: "histogram", in: after), "\(after)")
+                let fetches = try #require(PrometheusText.value(of: histogram + "_count", in: after))
+                #expect(fetches >= 2)
+                #expect(PrometheusText.value(of: histogram + #"_bucket{le="+Inf"}"#, in: after) == fetches)
+                #expect(PrometheusText.value(of: histogram + #"_bucket{le="0.002"}"#, in: after) != nil, "\(after)")
+                #expect((PrometheusText.value(of: histogram + "_sum", in: after) ?? 0) > 0)
 
                 // One client leaves: the gauge follows.
                 streams.removeLast()

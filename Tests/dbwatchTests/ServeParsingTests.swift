@@ -2,6 +2,7 @@ import ArgumentParser
 import DBWatch
 import DBWatchHummingbird
 import DBWatchTestSupport
+import Logging
 import Testing
 
 @testable import dbwatch
@@ -42,9 +43,10 @@ struct ServeParsingTests {
         let command = try DBWatchCommand.parseAsRoot([
             "serve", "db.sqlite", "--query", "top=SELECT name FROM player WHERE score > :min = 1", "--query",
             "count=SELECT count(*) FROM player", "--port", "0", "--host", "0.0.0.0", "--max-clients", "5", "--quiet",
-            "--no-auth",
+            "--no-auth", "--log-level", "debug",
         ])
         let serve = try #require(command as? ServeCommand)
+        #expect(serve.logLevel == .debug)
         #expect(serve.queries.map(\.name) == ["top", "count"])
         // Only the first `=` separates the name.
         #expect(serve.queries[0].sql == "SELECT name FROM player WHERE score > :min = 1")
@@ -53,6 +55,7 @@ struct ServeParsingTests {
             try DBWatchCommand.parseAsRoot(["serve", "db.sqlite", "--query", "a=SELECT 1"]) as? ServeCommand)
         #expect(defaults.port == 8080 && defaults.host == "127.0.0.1" && defaults.maxClients == 10_000)
         #expect(!defaults.quiet)
+        #expect(defaults.logLevel == nil)
     }
 
     @Test(arguments: [
@@ -65,6 +68,7 @@ struct ServeParsingTests {
         ["serve", "db.sqlite", "--query", "a=SELECT 1", "--query", "a=SELECT 2"],
         ["serve", "db.sqlite", "--query", "a=SELECT 1", "--port", "65536"],
         ["serve", "db.sqlite", "--query", "a=SELECT 1", "--max-clients", "0"],
+        ["serve", "db.sqlite", "--query", "a=SELECT 1", "--log-level", "verbose"],
     ])
     func badServeArgumentsAreUsageErrors(arguments: [String]) {
         #expect(throws: (any Error).self) { _ = try DBWatchCommand.parseAsRoot(arguments) }

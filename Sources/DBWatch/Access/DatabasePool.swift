@@ -170,4 +170,7 @@ public final class DatabasePool: DatabaseWriter {
 
     /// See ``DatabaseWriter/subscriberCount``.
     public var subscriberCount: Int { observations.subscriberCount }
+
+    /// See ``DatabaseWriter/fetchDurations``.
+    public var fetchDurations: FetchDurations { readerJobs.fetchDurations.snapshot }
 }

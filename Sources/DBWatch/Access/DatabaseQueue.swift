@@ -126,4 +126,7 @@ public final class DatabaseQueue: DatabaseWriter {
 
     /// See ``DatabaseWriter/subscriberCount``.
     public var subscriberCount: Int { observations.subscriberCount }
+
+    /// See ``DatabaseWriter/fetchDurations``.
+    public var fetchDurations: FetchDurations { jobs.fetchDurations.snapshot }
 }

@@ -128,6 +128,17 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     /// assert(database.subscriberCount == 0)   // no stream left behind
     /// ```
     var subscriberCount: Int { get }
+
+    /// How long the observations' fetches took since the database opened,
+    /// counted in fixed buckets: what a metrics backend reports as a
+    /// histogram (DBWatchMetrics' `dbwatch_fetch_duration_seconds`).
+    /// Counting costs each fetch two relaxed atomic additions.
+    ///
+    /// ```swift
+    /// let durations = database.fetchDurations
+    /// logger.info("\(durations.count) fetches, \(durations.total) in all")
+    /// ```
+    var fetchDurations: FetchDurations { get }
 }
 
 extension DatabaseWriter {

@@ -28,6 +28,8 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
     let request: Request
     private let options: ObservationOptions
     private let uplink: ObservationCenter.Uplink
+    /// Where each fetch's duration is counted: its database's counters.
+    private let fetchDurations: FetchDurationCounters
     private let state = Locked(StateMachine())
     /// Whether `Request.Value` is `Equatable` (known at run time): then a
     /// refetch equal to the last value is not delivered again. A flag, not
@@ -38,6 +40,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
         self.request = request
         self.options = options
         self.uplink = center.uplink
+        self.fetchDurations = center.fetchQueue.fetchDurations
         self.valuesAreEquatable = Request.Value.self is any Equatable.Type
     }
 
@@ -143,7 +146,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
         let (result, region) = db.recordingRegion {
             try cancellation.run(on: db) { db in try request.fetch(db) }
         }
-        let isSlow = start.duration(to: .now) >= Self.slowFetch
+        let duration = start.duration(to: .now)
+        fetchDurations.record(duration)
+        let isSlow = duration >= Self.slowFetch
         return fetchDidFinish(result, region: region, startSerial: position, isSlow: isSlow)
     }
 

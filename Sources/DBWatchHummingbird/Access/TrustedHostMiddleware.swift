@@ -1,6 +1,8 @@
+import DBWatchDelivery
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// Answers only requests for this server, and writes only from its own
 /// pages: the protection against DNS rebinding and cross-site requests that
@@ -28,7 +30,10 @@ import Hummingbird
 /// Every answer it lets through gets `Cross-Origin-Resource-Policy:
 /// same-origin` and `X-Content-Type-Options: nosniff` (unless the route set
 /// them), so that another site's page cannot embed a route's JSON as a
-/// script or an image. Each refusal is a JSON body `{"message"}`.
+/// script or an image. Each refusal is a JSON body `{"message"}`, and one
+/// debug line of the request's logger (`Request refused`, with the keys
+/// `dbwatch.status`, `dbwatch.reason`, `dbwatch.path` and, with a context
+/// that knows it, `dbwatch.client`).
 ///
 /// Requests without `Origin` (command-line clients, server-to-server calls),
 /// or with one no browser sends (`ws://…`), are not cross-site and pass the
@@ -66,7 +71,13 @@ public struct TrustedHostMiddleware<Context: RequestContext>: RouterMiddleware {
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        if let refusal = rules.refusal(of: request) { return refusal.response }
+        if let refusal = rules.refusal(of: request) {
+            let address = (context as? any RemoteAddressRequestContext)?.remoteAddress
+            context.logger.requestRefused(
+                status: refusal.status.code, reason: refusal.message, path: request.uri.path,
+                client: address.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" })
+            return refusal.response
+        }
         var response: Response
         do {
             response = try await next(request, context)

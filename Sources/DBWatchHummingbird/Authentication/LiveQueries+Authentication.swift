@@ -33,7 +33,8 @@ extension LiveQueries {
         _ makeRequest: (Context.Identity) throws -> R
     ) -> Response where Context.Identity: Hashable, R.Value: Encodable {
         guard let identity = context.identity else {
-            return LiveQueriesAuthenticationMiddleware<Context>.unauthorized(realm: "live queries")
+            return LiveQueriesAuthenticationMiddleware<Context>.unauthorized(
+                realm: "live queries", path: httpRequest.uri.path, logger: context.logger)
         }
         do {
             return events(try makeRequest(identity), for: httpRequest, context: context, scope: identity)
@@ -61,7 +62,8 @@ extension LiveQueries {
         _ makeRequest: (Context.Identity) throws -> R
     ) async -> Response where R.Value: Encodable {
         guard let identity = context.identity else {
-            return LiveQueriesAuthenticationMiddleware<Context>.unauthorized(realm: "live queries")
+            return LiveQueriesAuthenticationMiddleware<Context>.unauthorized(
+                realm: "live queries", path: nil, logger: context.logger)
         }
         do {
             return await current(try makeRequest(identity), context: context)

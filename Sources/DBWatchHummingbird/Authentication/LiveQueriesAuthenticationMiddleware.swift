@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdAuth
+import Logging
 
 /// Refuses a request that no authenticator gave an identity: a 401 with
 /// `WWW-Authenticate: Bearer` and the JSON body of `LiveQueries`' other
@@ -38,13 +39,18 @@ public struct LiveQueriesAuthenticationMiddleware<Context: AuthRequestContext>: 
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard context.identity != nil else { return Self.unauthorized(realm: realm) }
+        guard context.identity != nil else {
+            return Self.unauthorized(realm: realm, path: request.uri.path, logger: context.logger)
+        }
         return try await next(request, context)
     }
 
-    /// The 401 answer: a Bearer challenge and `{"message"}`.
-    static func unauthorized(realm: String) -> Response {
+    /// The 401 answer: a Bearer challenge and `{"message"}`; logged as one
+    /// debug line (`Request refused`, with `dbwatch.status` and
+    /// `dbwatch.reason`, and `dbwatch.path` when known).
+    static func unauthorized(realm: String, path: String?, logger: Logger) -> Response {
         let body = ErrorBody(message: "this request needs a valid bearer token")
+        logger.requestRefused(status: 401, reason: body.message, path: path)
         let quoted = realm.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         return Response(
             status: .unauthorized,

@@ -75,8 +75,10 @@ struct ServeCommand: AsyncParsableCommand {
             when the database answers a read and the server is not shutting down, else 503 with a JSON \
             body: a load balancer's health checks, which need no token (the Host check still applies). \
             With --metrics, GET /metrics answers the counters in Prometheus' text format \
-            (dbwatch_clients_connected, dbwatch_values_sent_total, ...), with the same Host check and \
-            tokens as the queries.
+            (dbwatch_clients_connected, dbwatch_values_sent_total, dbwatch_fetch_duration_seconds, ...), \
+            with the same Host check and tokens as the queries. --log-level debug writes one line per \
+            refused request (Request refused, with dbwatch.status, dbwatch.reason, dbwatch.path and \
+            dbwatch.client) to standard error.
 
             The address is printed on standard output once the server listens. One line per client \
             connecting and leaving goes to standard error, unless --quiet. Ctrl-C or SIGTERM ends every \
@@ -135,6 +137,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not log clients connecting and leaving.")
     var quiet = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Write the server's log lines at this level and above to standard error, with their dbwatch.* keys "
+                + "(debug: each refused request, each client connecting and leaving); "
+                + "without it, only the live queries' warnings.",
+            valueName: "level"))
+    var logLevel: Logger.Level?
+
     @Flag(
         help: ArgumentHelp(
             "Serve GET /metrics in Prometheus' text format (clients, values sent and skipped, stalls), "
@@ -187,7 +197,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = protections.applied(to: LiveQueriesConfiguration())
         // Within the 2 s a signal gives: a client that reads nothing is cut off sooner.
         configuration.shutdownWriteGrace = .milliseconds(500)
-        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: .warning))
+        let live = LiveQueries(pool, configuration: configuration, logger: Self.logger(level: logLevel ?? .warning))
         let server = QueryServer(
             live: live, queries: queries, limits: limits, maxClients: maxClients, logsClients: !quiet,
             title: URL(fileURLWithPath: database).lastPathComponent, allowedHosts: [host] + allowedHosts,
@@ -197,7 +207,8 @@ struct ServeCommand: AsyncParsableCommand {
         let allowedHosts = allowedHosts
         let reloading = hangUps.map { hangUps in Task { await serveAccess.reloadOnEach(of: hangUps.events) } }
         defer { reloading?.cancel() }
-        try await Self.serve(server, host: host, port: port, interrupt: interrupt) { address in
+        let logger = Self.logger(level: logLevel ?? .critical)
+        try await Self.serve(server, host: host, port: port, logger: logger, interrupt: interrupt) { address in
             if !Self.isLoopback(host) {
                 Output.standardError(
                     serveAccess.isRequired
@@ -278,12 +289,12 @@ struct ServeCommand: AsyncParsableCommand {
     /// and the database closes). An address that cannot be used exits with
     /// ``ExitStatus/cannotListen``.
     static func serve(
-        _ server: QueryServer, host: String, port: Int, interrupt: InterruptSignal,
+        _ server: QueryServer, host: String, port: Int, logger: Logger, interrupt: InterruptSignal,
         onListening: @Sendable (String) -> Void
     ) async throws {
         let running: ServerRun
         do {
-            running = try await ServerRun.start(server, host: host, port: port)
+            running = try await ServerRun.start(server, host: host, port: port, logger: logger)
         } catch {
             await server.live.database.close()
             throw ErrorReport.exit(for: error)

@@ -1,3 +1,4 @@
+import DBWatchMetrics
 import Hummingbird
 import Metrics
 import Prometheus
@@ -25,7 +26,9 @@ struct PrometheusEndpoint: Sendable {
     /// in a command's `run()`.
     static func bootstrap() -> PrometheusEndpoint {
         let registry = PrometheusCollectorRegistry()
-        let factory = PrometheusMetricsFactory(registry: registry)
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // `dbwatch_fetch_duration_seconds` in the buckets the core counts.
+        factory.durationHistogramBuckets = LiveQueriesMetrics.timerBuckets
         MetricsSystem.bootstrap(factory)
         return PrometheusEndpoint(registry: registry, factory: factory)
     }

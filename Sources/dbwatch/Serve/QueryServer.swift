@@ -184,14 +184,18 @@ final class QueryServer: Sendable {
     private func lookUp(_ request: Request, context: ServeRequestContext) -> Lookup {
         let name = context.parameters.get("name") ?? ""
         guard let query = queriesByName[name] else {
-            return .failure(Self.errorResponse(.notFound, "no query named \(name); the queries are listed at /queries"))
+            return .failure(
+                Self.refused(
+                    .notFound, "no query named \(name); the queries are listed at /queries", request: request,
+                    context: context))
         }
         do {
             let parameters = try ServedQuery.queryParameters(request.uri.query)
             return .success(try query.request(queryString: parameters, identity: context.identity, limits: limits))
         } catch let refusal as AccessRefusal {
-            return .failure(Self.errorResponse(.forbidden, refusal.description))
+            return .failure(Self.refused(.forbidden, refusal.description, request: request, context: context))
         } catch {
+            // Logged by the live queries, as their own refusals.
             return .failure(live.errorResponse(error, logger: context.logger))
         }
     }
@@ -214,8 +218,9 @@ final class QueryServer: Sendable {
     ) -> Response {
         guard streams.add(1, ordering: .relaxed).newValue <= maxClients else {
             streams.subtract(1, ordering: .relaxed)
-            return Self.errorResponse(
-                .serviceUnavailable, "too many clients: this server takes \(maxClients) streams at once")
+            return Self.refused(
+                .serviceUnavailable, "too many clients: this server takes \(maxClients) streams at once",
+                request: request, context: context)
         }
         // Released once: when the stream ends, or when the response is
         // dropped without its body ever running (the client left first).
@@ -261,6 +266,20 @@ final class QueryServer: Sendable {
     static func errorResponse(_ status: HTTPResponse.Status, _ message: String) -> Response {
         Response(.error(status: status.code, message: message))
     }
+
+    /// ``errorResponse(_:_:)`` for a request `serve` refuses itself (not
+    /// the live queries, which log their own), logged as one debug line
+    /// with the stable keys: `dbwatch.status`, `dbwatch.reason`,
+    /// `dbwatch.path` and `dbwatch.client`.
+    static func refused(
+        _ status: HTTPResponse.Status, _ message: String, request: Request, context: some RequestContext
+    ) -> Response {
+        let address = (context as? any RemoteAddressRequestContext)?.remoteAddress
+        context.logger.requestRefused(
+            status: status.code, reason: message, path: request.uri.path,
+            client: address.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" })
+        return errorResponse(status, message)
+    }
 }
 
 /// Any path without a route is a JSON error answer, not an empty one; any
@@ -272,8 +291,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     ) async throws -> Response {
         let isSyncMessage = request.method == .post && request.uri.path.hasPrefix("/sync/")
         guard request.method == .get || isSyncMessage else {
-            var response = QueryServer.errorResponse(
-                .methodNotAllowed, "only GET is served: \(request.method) \(request.uri.path) is not")
+            var response = QueryServer.refused(
+                .methodNotAllowed, "only GET is served: \(request.method) \(request.uri.path) is not", request: request,
+                context: context)
             response.headers[.allow] = "GET"
             return response
         }
@@ -284,7 +304,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 error.status == .notFound
                 ? "no such path: \(request.uri.path); the queries are listed at /queries"
                 : (error.body ?? error.status.reasonPhrase)
-            return QueryServer.errorResponse(error.status, message)
+            return QueryServer.refused(error.status, message, request: request, context: context)
         }
     }
 }

@@ -21,10 +21,12 @@ struct ServerRun: Sendable {
     private let running: Task<Void, any Error>
 
     /// Starts `server` on `host:port` (0: any free port) and returns once it
-    /// listens. An address that cannot be used throws a ``CommandFailure``
-    /// with ``ExitStatus/cannotListen``.
-    static func start(_ server: QueryServer, host: String, port: Int) async throws -> ServerRun {
-        let logger = ServeCommand.logger(level: .critical)
+    /// listens; the HTTP server and its requests log to `logger` (nothing
+    /// below critical by default). An address that cannot be used throws a
+    /// ``CommandFailure`` with ``ExitStatus/cannotListen``.
+    static func start(
+        _ server: QueryServer, host: String, port: Int, logger: Logger = ServeCommand.logger(level: .critical)
+    ) async throws -> ServerRun {
         let (addresses, continuation) = AsyncStream.makeStream(of: String.self)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let app = server.application(host: host, port: port, logger: logger) { address in

@@ -47,13 +47,14 @@ struct AccessMiddleware: RouterMiddleware {
                 return Self.signIn(
                     cookie: access.cookie(for: link.token, identity: identity), identity: identity, query: link.rest)
             case .failure(let failure):
-                return Self.unauthorized(failure)
+                return Self.unauthorized(failure, request: request, context: context)
             }
         }
         let result: Result<ServeAccess.Identity, AuthenticationFailure>
         if let authorization = request.headers[.authorization] {
             guard let token = Self.bearerToken(authorization) else {
-                return Self.unauthorized(.invalid("the Authorization header must be Bearer TOKEN"))
+                return Self.unauthorized(
+                    .invalid("the Authorization header must be Bearer TOKEN"), request: request, context: context)
             }
             result = await access.authenticate(token)
         } else if let cookie = Self.cookie(in: request.headers) {
@@ -67,7 +68,7 @@ struct AccessMiddleware: RouterMiddleware {
             context.identity = identity
             return try await next(request, context)
         case .failure(let failure):
-            return Self.unauthorized(failure)
+            return Self.unauthorized(failure, request: request, context: context)
         }
     }
 
@@ -133,8 +134,9 @@ struct AccessMiddleware: RouterMiddleware {
             body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
     }
 
-    /// A 401 with `WWW-Authenticate: Bearer` and a JSON body.
-    static func unauthorized(_ failure: AuthenticationFailure) -> Response {
+    /// A 401 with `WWW-Authenticate: Bearer` and a JSON body, logged as
+    /// one debug line (``QueryServer/refused(_:_:request:context:)``).
+    static func unauthorized(_ failure: AuthenticationFailure, request: Request, context: Context) -> Response {
         let message: String
         var challenge = #"Bearer realm="dbwatch""#
         switch failure {
@@ -146,7 +148,7 @@ struct AccessMiddleware: RouterMiddleware {
             message = reason
             challenge += #", error="invalid_token""#
         }
-        var response = QueryServer.errorResponse(.unauthorized, message)
+        var response = QueryServer.refused(.unauthorized, message, request: request, context: context)
         response.headers[.wwwAuthenticate] = challenge
         return response
     }
