@@ -7,6 +7,7 @@
     import HummingbirdCore
     import HummingbirdWebSocket
     import Logging
+    import NIOCore
     import ServiceLifecycle
     import Synchronization
 
@@ -19,7 +20,7 @@
     ///   behind ``LiveQueriesErrorMiddleware``
     ///
     /// With `trustedHosts`, a ``TrustedHostMiddleware`` allowing those names
-    /// guards every route.
+    /// guards every route; with `page`, `GET /page` answers that HTML.
     public final class HummingbirdServer: AdapterServer {
         public let port: Int
         public let live: LiveQueries
@@ -58,6 +59,7 @@
             trustedHosts: [String]? = nil,
             limits: ConnectionLimits? = nil,
             maxConnections: Int? = nil,
+            page: String? = nil,
             _ body: @Sendable (HummingbirdServer) async throws -> T
         ) async throws -> T {
             let (live, logger) = try await makeTestLiveQueries(
@@ -66,6 +68,14 @@
             let router = Router(context: BasicWebSocketRequestContext.self)
             if let trustedHosts { router.add(middleware: TrustedHostMiddleware(allowedHosts: trustedHosts)) }
             addRoutes(to: router, live: live)
+            if let page {
+                // A test's own HTML page at `/page` (a README's example).
+                router.get("page") { _, _ in
+                    Response(
+                        status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+                }
+            }
             let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
             let app = Application(
                 router: router,
