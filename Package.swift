@@ -346,6 +346,12 @@ let package = Package(
                 "DBWatch",
                 "DBWatchPostgres",
                 "DBWatchTestSupport",
+                // Replicas served over the sync protocol (with the trait Hummingbird).
+                "DBWatchDelivery",
+                "DBWatchHummingbird",
+                "DBWatchServerTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: postgres),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),

@@ -106,8 +106,13 @@ public final class LiveQueries: Sendable {
     package let counters = LiveQueriesCounters()
     let versions = Atomic<UInt64>(0)
     /// The epoch of the sync protocol's positions: this server's history
-    /// of the database, chosen at random when it starts.
-    package let syncEpoch = SyncPosition.randomEpoch()
+    /// of the database, chosen at random when it starts, or the one the
+    /// configuration gives (``LiveQueriesConfiguration/syncEpoch``).
+    package let syncEpoch: String
+    /// Whether positions of ``syncEpoch`` may come from another server
+    /// (a configured epoch): a resume is then accepted only from a
+    /// position at which this server knows the value (see `SyncSession`).
+    package let sharesSyncEpoch: Bool
 
     /// Serves `database`.
     ///
@@ -128,6 +133,8 @@ public final class LiveQueries: Sendable {
         self.database = database
         self.configuration = configuration
         self.logger = logger
+        syncEpoch = configuration.syncEpoch ?? SyncPosition.randomEpoch()
+        sharesSyncEpoch = configuration.syncEpoch != nil
     }
 
     /// Stops the task waiting for the server's graceful shutdown, if one runs.

@@ -110,6 +110,18 @@ public struct LiveQueriesConfiguration: Sendable {
     /// ```
     public var syncMaxSubscriptions = 100
 
+    /// The epoch of the sync protocol's positions, when the database's
+    /// commit positions are shared with other servers: a PostgreSQL
+    /// replica's (`PostgresReplica.Status.positionEpoch`, `pg-SYSTEMID-TIMELINE`),
+    /// so that a client moves between replicas of one source and resumes.
+    /// 1 to 64 letters, digits, `-` or `_`. Default `nil`: an epoch chosen
+    /// at random when the server starts (positions are this server's alone).
+    ///
+    /// ```swift
+    /// configuration.syncEpoch = replica.status.positionEpoch
+    /// ```
+    public var syncEpoch: String?
+
     /// The default configuration.
     ///
     /// ```swift

@@ -51,8 +51,8 @@ final class ObservationCenter: Sendable {
         /// Its last fetch failed: every commit refetches it (see
         /// ``fetchDidFinish(_:region:failed:startSerial:)``).
         var observesEverything = false
-        /// The commit serial when it registered: the commits since, minus
-        /// those it was notified of, are the commits it skipped.
+        /// The number of commits published when it registered: the commits
+        /// since, minus those it was notified of, are the commits it skipped.
         let registeredAt: UInt64
         /// The serial of the last commit that touched its region, or that
         /// a finished fetch may have missed: its value at an older
@@ -66,7 +66,15 @@ final class ObservationCenter: Sendable {
     }
 
     private struct State {
+        /// The position of the last published commit: one more than the
+        /// previous, or the position its writer chose (see
+        /// ``didCommit(_:at:)``), so positions grow but need not be consecutive.
         var commitSerial: UInt64 = 0
+        /// The commits published: what the statistics count.
+        var commitCount: UInt64 = 0
+        /// The log (`recent`) holds every commit published after this
+        /// serial (commits are not logged while no observation runs).
+        var loggedAfter: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
         var shared: [DriverSharingKey: ObjectIdentifier] = [:]
         var byTable: [TableName: TableObservers] = [:]
@@ -141,7 +149,7 @@ final class ObservationCenter: Sendable {
             }
             let driver = make()
             let id = ObjectIdentifier(driver)
-            state.entries[id] = Entry(driver: driver, registeredAt: state.commitSerial)
+            state.entries[id] = Entry(driver: driver, registeredAt: state.commitCount)
             if let key { state.shared[key] = id }
             observationCount.add(1, ordering: .releasing)
             return (driver, true, state.isClosed)
@@ -170,7 +178,10 @@ final class ObservationCenter: Sendable {
             if let region = entry.region { Self.unindex(id, region: region, in: &state) }
             if entry.observesEverything { state.observingEverything.remove(id) }
             observationCount.subtract(1, ordering: .releasing)
-            if state.entries.isEmpty { state.recent.removeAll() }
+            if state.entries.isEmpty {
+                state.recent.removeAll()
+                state.loggedAfter = state.commitSerial
+            }
         }
     }
 
@@ -207,10 +218,9 @@ final class ObservationCenter: Sendable {
                 state.entries[id] = entry
             }
             guard startSerial < state.commitSerial else { return false }
-            let oldest = state.recent.first?.serial ?? state.commitSerial + 1
             let missed =
                 failed  // any commit since may change the outcome
-                || startSerial + 1 < oldest  // the log no longer covers the fetch
+                || startSerial < state.loggedAfter  // the log no longer covers the fetch
                 || state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
             if missed { state.entries[id]?.touchedAt = state.commitSerial }
             return missed
@@ -241,15 +251,24 @@ final class ObservationCenter: Sendable {
     // MARK: - Commits
 
     /// Publishes a commit (on the writer's thread, after the committing
-    /// statement finished): every observation whose region it touches refetches.
-    func didCommit(_ changes: DatabaseChanges) {
+    /// statement finished): every observation whose region it touches
+    /// refetches. Its position is the next serial, or `position` when the
+    /// writer chose a larger one (``Database/setCommitPosition(_:)``: a
+    /// replica publishes its source's log positions).
+    func didCommit(_ changes: DatabaseChanges, at position: UInt64? = nil) {
         var touched: [any ObservationDriving] = []
         state.withLock { state in
-            state.commitSerial += 1
-            guard !state.entries.isEmpty else { return }
+            state.commitSerial = max(state.commitSerial + 1, position ?? 0)
+            state.commitCount += 1
+            guard !state.entries.isEmpty else {
+                state.loggedAfter = state.commitSerial
+                return
+            }
             state.recent.append(RecentCommit(serial: state.commitSerial, changes: changes))
             if state.recent.count > 2 * Self.recentCommitCapacity {
-                state.recent.removeFirst(state.recent.count - Self.recentCommitCapacity)
+                let dropped = state.recent.count - Self.recentCommitCapacity
+                state.loggedAfter = state.recent[dropped - 1].serial
+                state.recent.removeFirst(dropped)
             }
             let serial = state.commitSerial
             if changes.affectsEverything {
@@ -273,6 +292,16 @@ final class ObservationCenter: Sendable {
         // One batch for the whole commit: one reader woken, and the changed
         // pages read once for all (see FetchBatch).
         enqueueFetches(of: touched.filter { $0.commitDidTouchRegion() })
+    }
+
+    /// Moves the position of the last commit forward to `position`, without
+    /// a commit: a database that already holds everything up to a position
+    /// of its own numbering (a replica reopening its file at its stored log
+    /// position) starts there. Never moves it back; touches no observation.
+    func advanceCommitSerial(to position: UInt64) {
+        state.withLock { state in
+            state.commitSerial = max(state.commitSerial, position)
+        }
     }
 
     /// Queues the fetches of `drivers`: the quick ones in one ``FetchBatch``,
@@ -384,7 +413,7 @@ final class ObservationCenter: Sendable {
         let key = DriverSharingKey(request, options: options)
         let found = state.withLock { state -> (driver: any ObservationDriving, commits: Int, region: DatabaseRegion)? in
             guard let id = state.shared[key], let entry = state.entries[id] else { return nil }
-            return (entry.driver, Int(state.commitSerial - entry.registeredAt), entry.region ?? DatabaseRegion())
+            return (entry.driver, Int(state.commitCount - entry.registeredAt), entry.region ?? DatabaseRegion())
         }
         guard let found, let driver = found.driver as? ObservationDriver<R> else { return nil }
         var statistics = driver.statistics

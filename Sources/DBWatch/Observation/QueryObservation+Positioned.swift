@@ -79,4 +79,21 @@ extension DatabaseWriter {
         default: 0
         }
     }
+
+    /// Moves ``commitPosition`` forward to `position` without a commit
+    /// (never back): a database whose commits carry positions of their own
+    /// (``Database/setCommitPosition(_:)``) and that already holds
+    /// everything up to `position` starts there, as a replica reopening its
+    /// file at its stored log position.
+    ///
+    /// ```swift
+    /// pool.advanceCommitPosition(to: storedPosition)
+    /// ```
+    package func advanceCommitPosition(to position: UInt64) {
+        switch self {
+        case let pool as DatabasePool: pool.observations.advanceCommitSerial(to: position)
+        case let queue as DatabaseQueue: queue.observations.advanceCommitSerial(to: position)
+        default: break
+        }
+    }
 }

@@ -16,10 +16,20 @@ import CSQLite
 /// then fails. A rollback discards everything.
 ///
 /// Hooks are installed only while observations exist; without any, a write
-/// pays nothing per row or per commit.
+/// pays nothing per row or per commit, unless it chooses the position its
+/// commit is published at (``Database/setCommitPosition(_:)``): then the
+/// commit and rollback hooks alone are installed for that job, so that
+/// only a commit publishes the position.
 final class ChangeCollector {
     let center: ObservationCenter
     private(set) var hooksInstalled = false
+    /// Only the commit and rollback hooks are installed, for a chosen
+    /// position in a job that started without observations.
+    private var positionHooksInstalled = false
+
+    /// The position the open transaction's commit is published at, if
+    /// the writer chose one (``Database/setCommitPosition(_:)``).
+    private var chosenPosition: UInt64?
 
     /// Changes of the open transaction.
     private var pending = DatabaseChanges()
@@ -50,6 +60,12 @@ final class ChangeCollector {
     func jobWillStart(on database: Database) {
         guard let handle = database.handle else { return }
         let observed = center.hasObservations
+        chosenPosition = nil
+        if positionHooksInstalled {
+            sqlite3_commit_hook(handle, nil, nil)
+            sqlite3_rollback_hook(handle, nil, nil)
+            positionHooksInstalled = false
+        }
         if observed && !hooksInstalled {
             install(on: handle, database: database)
         } else if !observed && hooksInstalled {
@@ -63,6 +79,8 @@ final class ChangeCollector {
     /// Called after each write job. Covers the window in which the first
     /// observation registered while an unhooked job was running.
     func jobDidFinish(on database: Database) {
+        // A position chosen for a commit that did not happen is dropped.
+        chosenPosition = nil
         guard jobStartedUnhooked, let handle = database.handle, center.hasObservations else { return }
         jobStartedUnhooked = false
         if sqlite3_total_changes64(handle) != totalChangesMark || schemaChangedInJob {
@@ -93,6 +111,19 @@ final class ChangeCollector {
         currentStatement = nil
     }
 
+    /// The writer chose the position the open transaction's commit is
+    /// published at (at least `position`; see ``ObservationCenter/didCommit(_:at:)``).
+    /// Without observations, installs the commit and rollback hooks for
+    /// this job, so that a rollback drops the position.
+    func chooseCommitPosition(_ position: UInt64, on handle: OpaquePointer) {
+        chosenPosition = max(chosenPosition ?? 0, position)
+        guard !hooksInstalled, !positionHooksInstalled else { return }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        sqlite3_commit_hook(handle, commitHook, context)
+        sqlite3_rollback_hook(handle, rollbackHook, context)
+        positionHooksInstalled = true
+    }
+
     // MARK: - Statements
 
     @inline(__always)
@@ -112,7 +143,20 @@ final class ChangeCollector {
     func statementDidFinish(_ statement: Statement, succeeded: Bool, in database: Database) {
         if statement.footprint.changesSchema { schemaChangedInJob = true }
         currentStatement = nil
-        guard hooksInstalled, let handle = database.handle else { return }
+        guard let handle = database.handle else { return }
+        if positionHooksInstalled {
+            // No observation at the start of the job: only a chosen
+            // position is published (a new observation gets the job's
+            // changes from `jobDidFinish`).
+            if commitRequested {
+                if succeeded && sqlite3_get_autocommit(handle) != 0, let position = chosenPosition.take() {
+                    center.didCommit(DatabaseChanges(), at: position)
+                }
+                endCommit()
+            }
+            return
+        }
+        guard hooksInstalled else { return }
         if statement.footprint.changesSchema && succeeded {
             pending.affectsEverything = true
         }
@@ -129,7 +173,8 @@ final class ChangeCollector {
             if succeeded && sqlite3_get_autocommit(handle) != 0 {
                 let changes = pending
                 pending = DatabaseChanges()
-                if !changes.isEmpty { center.didCommit(changes) }
+                let position = chosenPosition.take()
+                if !changes.isEmpty || position != nil { center.didCommit(changes, at: position) }
             }
             endCommit()
             // Otherwise the commit failed: either SQLite rolled back (the
@@ -192,6 +237,7 @@ final class ChangeCollector {
 
     fileprivate func transactionDidRollback() {
         pending = DatabaseChanges()
+        chosenPosition = nil
         endCommit()
     }
 

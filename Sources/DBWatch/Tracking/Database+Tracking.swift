@@ -10,6 +10,27 @@ extension Database {
         try cachedStatement(sql: sql).footprint.reads
     }
 
+    /// Chooses the position the open write transaction's commit is
+    /// published at: at least `position` (positions still grow by at least
+    /// one per commit). For a writer whose commits have positions of their
+    /// own, such as a replica publishing its source's log positions, so
+    /// that a positioned result (``PositionedResult``) and the sync
+    /// protocol's positions are those. A transaction that rolls back, or
+    /// writes nothing, publishes nothing; the position applies to the next
+    /// commit of this write job only. Does nothing on a connection that
+    /// does not write.
+    ///
+    /// ```swift
+    /// try await pool.write { db in
+    ///     try db.execute(sql: "INSERT INTO player (name) VALUES ('Barbara')")
+    ///     db.setCommitPosition(0x1_6B3_7A28)
+    /// }
+    /// ```
+    package func setCommitPosition(_ position: UInt64) {
+        guard let changeCollector, let handle else { return }
+        changeCollector.chooseCommitPosition(position, on: handle)
+    }
+
     /// Runs one write job (a `write` closure): the change collector installs
     /// or removes its hooks first, depending on whether observations exist.
     func runWriteJob<T>(_ body: () throws -> T) rethrows -> T {

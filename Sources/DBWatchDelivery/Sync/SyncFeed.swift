@@ -75,6 +75,18 @@ final class SyncFeed: Sendable {
         /// Whether its value is the value now: no commit after
         /// `lastPosition` touched what its request reads.
         var isCurrent: Bool { probe?.isCurrent(at: lastPosition) ?? false }
+
+        /// Whether the feed knows its value at `position` exactly, while it
+        /// ``isCurrent`` and `position` is no later than the database's
+        /// position: a value was fetched there (the current one, or one a
+        /// history step starts from), or `position` is at or after the last
+        /// position the current value was found at (no commit since
+        /// touched it). A position between two fetches is not known: the
+        /// value may have changed at a commit the feed's fetch coalesced.
+        func knowsValue(at position: UInt64) -> Bool {
+            guard let current else { return false }
+            return position == current.position || position >= lastPosition || history.hasStep(from: position)
+        }
     }
 
     private struct State {

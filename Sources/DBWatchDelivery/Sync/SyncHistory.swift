@@ -53,6 +53,18 @@ struct SyncHistory {
         }
     }
 
+    /// Whether a step starts at `position`: the value there was fetched,
+    /// so it is known exactly.
+    func hasStep(from position: UInt64) -> Bool {
+        var low = head
+        var high = steps.count
+        while low < high {
+            let middle = (low + high) / 2
+            if steps[middle].from < position { low = middle + 1 } else { high = middle }
+        }
+        return low < steps.count && steps[low].from == position
+    }
+
     /// The steps that take a client holding the value as of `position` to
     /// the latest value, at `current`.
     func between(_ position: UInt64, current: UInt64) -> Between {

@@ -326,6 +326,12 @@ package final class SyncSession: Sendable {
         case .resuming(nil):
             return snapshotEntry(current, reason: "resumed")
         case .resuming(let position?):
+            // A position of a shared epoch may come from another server,
+            // whose fetches ran at other positions: resumed only from a
+            // position whose value this feed knows.
+            if live.sharesSyncEpoch, !view.knowsValue(at: position) {
+                return snapshotEntry(current, reason: "resumed")
+            }
             from = position
             reason = "resumed"
         case .value(let position):

@@ -119,12 +119,19 @@ struct ReplicaStore: Sendable {
     /// larger PostgreSQL transaction is alone in its own): each is applied
     /// whole, so a reader sees only states PostgreSQL had, and a backlog
     /// pays SQLite's commit and the position's update once per group
-    /// rather than once per PostgreSQL transaction. Returns the position
+    /// rather than once per PostgreSQL transaction. Each SQLite commit is
+    /// published at the position it stores (``Database/setCommitPosition(_:)``),
+    /// the end of its last PostgreSQL transaction. Returns the position
     /// of the last one committed. When a group fails, the groups before it
     /// stay committed and the error says so through ``PartialApplyError``.
-    func apply(_ transactions: [ReplicatedTransaction], statements: [TableStatements]) async throws
-        -> LogSequenceNumber?
-    {
+    ///
+    /// A commit is published at its stored position only from
+    /// `positionsFrom` on (``PostgresReplica/exactFrom(_:)``): before it, the
+    /// file may hold transactions of the copy's snapshot that come later in
+    /// the log, and its state is no log position's.
+    func apply(
+        _ transactions: [ReplicatedTransaction], statements: [TableStatements], positionsFrom: LogSequenceNumber
+    ) async throws -> LogSequenceNumber? {
         try await database.writeWithoutTransaction { db in
             var applied: LogSequenceNumber?
             var start = transactions.startIndex
@@ -143,6 +150,10 @@ struct ReplicaStore: Sendable {
                             try Self.apply(transaction, statements: statements, in: db)
                         }
                         try Self.store(transactions[end - 1].endPosition, in: db)
+                        // Published at the stored position: a client's
+                        // position is always one the file holds whole.
+                        let position = transactions[end - 1].endPosition
+                        if position >= positionsFrom { db.setCommitPosition(position.rawValue) }
                     }
                 } catch {
                     throw PartialApplyError(appliedPosition: applied, underlying: error)

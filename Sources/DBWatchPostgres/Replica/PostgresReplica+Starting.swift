@@ -33,12 +33,27 @@ extension PostgresReplica {
             record = try await copy(tables, from: source, replacing: record)
         }
         guard let record else { return }
+        // The file holds every source transaction up to its position: its
+        // commits are numbered from there (see `Status.positionEpoch`).
+        if record.position >= Self.exactFrom(record) {
+            store.database.advanceCommitPosition(to: record.position.rawValue)
+        }
         update {
             $0.slotName = record.slot
             $0.phase = .streaming
         }
         publishApplied(record.position)
         try await stream(from: source, record: record)
+    }
+
+    /// The log position from which the file's state is exactly the
+    /// source's at its applied position: the copy's snapshot may hold
+    /// transactions that commit after the slot's start, and until the
+    /// replica has applied past the snapshot's position, its state is no
+    /// single position's. Positions (``Status/positionEpoch``) are
+    /// published from there on only.
+    static func exactFrom(_ record: ReplicaRecord) -> LogSequenceNumber {
+        record.copySnapshot?.position ?? .zero
     }
 
     private func describeConfiguredTables(_ source: SourceConnection) async throws -> [SourceTable] {

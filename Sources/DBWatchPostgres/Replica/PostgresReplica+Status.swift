@@ -50,6 +50,21 @@ extension PostgresReplica {
         public var appliedChanges = 0
         /// Connections to PostgreSQL lost and retried since `run()` started.
         public var reconnects = 0
+        /// The epoch of the replica's commit positions for the sync
+        /// protocol, `pg-SYSTEMID-TIMELINE`: the source cluster's system
+        /// identifier and timeline (PostgreSQL's `IDENTIFY_SYSTEM`), the same
+        /// on every replica of one source; `nil` until the replica first
+        /// streams. Each commit of the replica is published at the log
+        /// position after the last source transaction it applies (the
+        /// position ``appliedPosition`` reports), so two replicas of one
+        /// source number the same state alike; give it to the server
+        /// (`LiveQueriesConfiguration.syncEpoch`) so that a client moves
+        /// between them without a snapshot.
+        ///
+        /// ```swift
+        /// replica.status.positionEpoch   // "pg-7312964518237470722-1"
+        /// ```
+        public var positionEpoch: String?
         /// When the replica last knew it had applied all of PostgreSQL's log
         /// (`nil` before that): the start of the lag that grows while
         /// PostgreSQL cannot be reached.

@@ -26,6 +26,12 @@ extension PostgresReplica {
             to: server, settings: SourceConnection.sessionSettings, applicationName: record.slot, logger: logger
         ) { connection in
             let publications = quoted(record.publication).replacingOccurrences(of: "'", with: "''")
+            let identity = try await connection.simpleQuery("IDENTIFY_SYSTEM")
+            guard let row = identity.first, row.count >= 2, let system = row[0], let timeline = row[1] else {
+                throw ReplicaError(.unreadableChange, "PostgreSQL's IDENTIFY_SYSTEM gave no system identifier")
+            }
+            let epoch = "pg-\(system)-\(timeline)"
+            publishPositions(through: machine.applied, of: record, epoch: epoch)
             try await connection.startReplication(
                 """
                 START_REPLICATION SLOT \(quoted(record.slot)) LOGICAL \(record.position) \
@@ -50,7 +56,9 @@ extension PostgresReplica {
                     await self.watch(source, record: record, channel: channel, activity: activity, shared: shared)
                 }
                 do {
-                    try await receiveAndApply(connection, machine: &machine, statements: statements, shared: shared)
+                    try await receiveAndApply(
+                        connection, machine: &machine, record: record, epoch: epoch, statements: statements,
+                        shared: shared)
                 } catch {
                     // The watcher closed the connection for a reason of its own.
                     if let failure = shared.withLock({ $0.failure }) { throw failure }
@@ -62,8 +70,8 @@ extension PostgresReplica {
 
     /// Receives, applies and confirms, until an error ends the feed.
     private func receiveAndApply(
-        _ connection: ReplicationConnection, machine: inout FeedStateMachine, statements: [TableStatements],
-        shared: Locked<StreamShared>
+        _ connection: ReplicationConnection, machine: inout FeedStateMachine, record: ReplicaRecord, epoch: String,
+        statements: [TableStatements], shared: Locked<StreamShared>
     ) async throws {
         var confirmed = machine.applied
         var catalogStopSeen = false
@@ -73,7 +81,8 @@ extension PostgresReplica {
             var appliedThrough: LogSequenceNumber?
             if !batch.transactions.isEmpty {
                 do {
-                    appliedThrough = try await store.apply(batch.transactions, statements: statements)
+                    appliedThrough = try await store.apply(
+                        batch.transactions, statements: statements, positionsFrom: Self.exactFrom(record))
                 } catch let error as PartialApplyError {
                     if let position = error.appliedPosition { publishApplied(position) }
                     throw error.underlying
@@ -94,6 +103,7 @@ extension PostgresReplica {
                 stop = stop ?? machine.catalogChanged(catalogStop.0, at: catalogStop.1)
             }
             publishApplied(machine.applied)
+            publishPositions(through: machine.applied, of: record, epoch: epoch)
             let serverEnd = machine.serverEnd
             let received = machine.received
             update {
@@ -113,6 +123,19 @@ extension PostgresReplica {
             }
             if let stop { throw stop }
         }
+    }
+
+    /// Once the file's state is the source's at `applied`
+    /// (``exactFrom(_:)``), the epoch of positions is published, and the
+    /// database's commit position moves to `applied` (past a copy's
+    /// commits, numbered from 1). Only then: from there on, each commit is
+    /// published at its own log position, so that two replicas number the
+    /// same commit alike (moving the position with every keepalive would
+    /// number the same state differently on each).
+    private func publishPositions(through applied: LogSequenceNumber, of record: ReplicaRecord, epoch: String) {
+        guard applied >= Self.exactFrom(record), status.positionEpoch != epoch else { return }
+        store.database.advanceCommitPosition(to: applied.rawValue)
+        update { $0.positionEpoch = epoch }
     }
 
     /// Runs beside the stream: checks the catalog every
