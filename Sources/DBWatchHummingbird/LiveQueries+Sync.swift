@@ -9,10 +9,10 @@ import NIOCore
 
 extension LiveQueries {
     /// Adds the sync protocol's routes over server-sent events (see
-    /// <doc:SyncProtocol>): `GET /PATH` opens a connection, `POST
+    /// "The Sync Protocol" in DBWatchDelivery): `GET /PATH` opens a connection, `POST
     /// /PATH/SESSION` carries its client's `subscribe` and `unsubscribe`
-    /// messages. `resolve` turns each subscription into a ``SyncQuery``
-    /// (throw ``LiveQueriesError/unknownQuery(_:)`` for a name you do not
+    /// messages. `resolve` turns each subscription into a `SyncQuery`
+    /// (throw `LiveQueriesError.unknownQuery(_:)` for a name you do not
     /// serve); `owner` names who opens a connection (a user id), so that
     /// only the same may post to it.
     ///
@@ -23,7 +23,7 @@ extension LiveQueries {
     /// }
     /// ```
     ///
-    /// The JavaScript client (``javaScriptClient``, served with
+    /// The JavaScript client (`LiveQueries.javaScriptClient`, served with
     /// ``addJavaScriptClientRoute(to:path:)``) speaks it from a page.
     public func addSyncRoutes<Context: RequestContext>(
         to router: Router<Context>, path: String = "sync",
@@ -64,7 +64,7 @@ extension LiveQueries {
         }
     }
 
-    /// Serves ``javaScriptClient`` at `GET /PATH`.
+    /// Serves `LiveQueries.javaScriptClient` (`dbwatch.js`) at `GET /PATH`.
     ///
     /// ```swift
     /// live.addJavaScriptClientRoute(to: router)   // <script type="module"> import { connect } from "/dbwatch.js"
@@ -109,7 +109,7 @@ extension LiveQueries {
     }
 
     /// A sync connection over a WebSocket: the client's messages are text
-    /// messages, and so are the server's (see <doc:SyncProtocol>).
+    /// messages, and so are the server's (see "The Sync Protocol" in DBWatchDelivery).
     ///
     /// ```swift
     /// router.ws("sync/socket") { inbound, outbound, context in

@@ -1,7 +1,7 @@
 import DBWatch
 import Foundation
 
-/// What one subscription of the sync protocol observes: a ``Queryable``
+/// What one subscription of the sync protocol observes: a `Queryable`
 /// request, the scope its clients share it in, and how its values become
 /// keyed rows (for keyed changes) and whole JSON values.
 ///
