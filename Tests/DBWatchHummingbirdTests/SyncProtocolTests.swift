@@ -192,6 +192,54 @@ struct SyncProtocolTests {
         }
     }
 
+    /// Two subscriptions of one query on one connection share its feed:
+    /// leaving one leaves the other subscribed, and its changes still come.
+    @Test func twoSubscriptionsOfOneQueryAndOneLeaves() async throws {
+        try await withTimeout {
+            try await HummingbirdServer.with { server in
+                let client = try await SyncTestClient.connect(server.baseURL)
+                try await client.subscribe("a", to: "top")
+                try await client.subscribe("b", to: "top", mode: "values")
+                var results = SyncResults()
+                while results.results["a"] == nil || results.values["b"] == nil {
+                    try results.apply(try await client.next())
+                }
+                #expect(try await client.send(["type": "unsubscribe", "id": "a"]).status == 202)
+                try await addPlayer(server, "carol", 500)
+                let batch = try await client.next()
+                #expect(Set(batch.changes.keys) == ["b"])
+                let value = try #require(batch.changes["b"]?["value"] as? [[String: Any]])
+                #expect(value.first?["name"] as? String == "carol")
+                #expect(server.live.statistics.observations == 1)
+            }
+        }
+    }
+
+    /// Refusals and batches both reach the client, whatever their order:
+    /// errors wait in the session, not in the one pending frame a batch
+    /// would replace.
+    @Test func refusalsAreNotLostAmongBatches() async throws {
+        try await withTimeout {
+            try await HummingbirdServer.with { server in
+                let client = try await SyncTestClient.connect(server.baseURL)
+                try await client.subscribe("top", to: "top")
+                for index in 0..<5 {
+                    _ = try await client.send(["type": "subscribe", "id": "bad\(index)", "query": "nope"])
+                    try await addPlayer(server, "player\(index)", index)
+                }
+                var refused: Set<String> = []
+                var results = SyncResults()
+                let expected = try await leaderboard(server)
+                while try refused.count < 5 || results.rows("top", as: RankedPlayer.self) != expected {
+                    let message = try await client.next()
+                    if message.type == "error", let id = message["id"] as? String { refused.insert(id) }
+                    if message.type == "batch" { try results.apply(message) }
+                }
+                #expect(refused == Set((0..<5).map { "bad\($0)" }))
+            }
+        }
+    }
+
     @Test func theJavaScriptClientIsServed() async throws {
         try await withTimeout {
             try await HummingbirdServer.with { server in

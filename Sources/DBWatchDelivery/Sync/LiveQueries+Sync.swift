@@ -44,16 +44,24 @@ extension LiveQueries {
 
     // MARK: - Feeds
 
-    /// The running feed of `query`, or a new one; throws
-    /// ``LiveQueriesError/tooManyObservations`` when that would make more
-    /// observations than ``LiveQueriesConfiguration/maxObservations``.
-    func syncFeed(for query: SyncQuery, logger: Logger) throws(LiveQueriesError) -> SyncFeed {
+    /// The running feed of `query`, or a new one, with `session` attached
+    /// under the registry's lock (so that an idle feed cannot stop in
+    /// between); throws ``LiveQueriesError/tooManyObservations`` when that
+    /// would make more observations than
+    /// ``LiveQueriesConfiguration/maxObservations``.
+    func syncFeed(
+        for query: SyncQuery, attaching session: SyncSession, logger: Logger
+    ) throws(LiveQueriesError) -> SyncFeed {
         if let refusal = refusal() { throw refusal }
         let found: (SyncFeed, isNew: Bool)? = state.withLock { state in
-            if let feed = state.syncFeeds[query.key], !feed.isEnded { return (feed, false) }
+            if let feed = state.syncFeeds[query.key], !feed.isEnded {
+                feed.attach(session)
+                return (feed, false)
+            }
             let others = state.observations.count + state.syncFeeds.count - (state.syncFeeds[query.key] == nil ? 0 : 1)
             guard others < configuration.maxObservations else { return nil }
             let feed = SyncFeed(key: query.key, name: query.name, historyLimit: configuration.syncHistoryBytes)
+            feed.attach(session)
             state.syncFeeds[query.key] = feed
             return (feed, true)
         }
@@ -90,6 +98,18 @@ extension LiveQueries {
             return true
         }
         if stopped { _ = feed.stop() }
+    }
+
+    /// A feed ended because the database closed or its file was replaced:
+    /// new clients are refused, as for whole-value streams.
+    func syncFeedDidEnd(_ reason: ClientFinish) {
+        state.withLock { state in
+            switch reason {
+            case .databaseClosed: state.databaseClosed = true
+            case .databaseReplaced: state.databaseReplaced = true
+            default: break
+            }
+        }
     }
 
     /// Stops every feed (graceful shutdown), waiting for their tasks.

@@ -180,10 +180,12 @@ final class SyncFeed: Sendable {
                 publish(keyed(value), at: element.position, historyLimit: live.configuration.syncHistoryBytes)
             case .failure(let error)?:
                 if (error as? SQLiteError)?.isDatabaseClosed == true {
+                    live.syncFeedDidEnd(.databaseClosed)
                     end(.databaseClosed, body: ErrorBody(error), at: element.position)
                     return
                 }
                 if error is DatabaseFileReplacedError {
+                    live.syncFeedDidEnd(.databaseReplaced)
                     end(.databaseReplaced, body: ErrorBody(error), at: element.position)
                     return
                 }

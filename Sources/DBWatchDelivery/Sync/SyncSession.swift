@@ -51,7 +51,19 @@ package final class SyncSession: Sendable {
         /// The position of the last batch (or of `hello`).
         var position: UInt64
         var isClosed = false
+        /// Error messages to write before the next batch, oldest first (at
+        /// most ``maximumPendingErrors``: a client that sends faster than it
+        /// reads loses the oldest).
+        var errors: [Frame] = []
+
+        /// Whether a subscription other than `id` uses `feed`.
+        func uses(_ feed: SyncFeed, besides id: String? = nil) -> Bool {
+            subscriptions.contains { $0.key != id && $0.value.feed === feed }
+        }
     }
+
+    /// The error messages a session keeps for its client at most.
+    static let maximumPendingErrors = 16
 
     /// The head of a sync connection over server-sent events.
     package static var eventStreamHeaders: [(name: String, value: String)] {
@@ -120,7 +132,10 @@ package final class SyncSession: Sendable {
             defer { state.subscriptions = [:] }
             return Array(state.subscriptions.values)
         }
-        for subscription in subscriptions { live.detach(self, from: subscription.feed) }
+        var detached: Set<ObjectIdentifier> = []
+        for subscription in subscriptions where detached.insert(ObjectIdentifier(subscription.feed)).inserted {
+            live.detach(self, from: subscription.feed)
+        }
         live.removeSyncSession(self)
         live.unregister(client)
         logger.debug(
@@ -170,8 +185,12 @@ package final class SyncSession: Sendable {
         }
         switch message {
         case .unsubscribe(let id):
-            let removed = state.withLock { $0.subscriptions.removeValue(forKey: id) }
-            if let removed { live.detach(self, from: removed.feed) }
+            // The feed is left only when no other subscription of this session uses it.
+            let left = state.withLock { state -> SyncFeed? in
+                guard let removed = state.subscriptions.removeValue(forKey: id) else { return nil }
+                return state.uses(removed.feed) ? nil : removed.feed
+            }
+            if let left { live.detach(self, from: left) }
         case .subscribe(let id, let subscription, let mode, let position):
             do {
                 try await subscribe(id, to: subscription, mode: mode, position: position)
@@ -206,7 +225,9 @@ package final class SyncSession: Sendable {
         } catch {
             throw .badRequest(ErrorBody(refusal: error).message)
         }
-        let feed = try live.syncFeed(for: query, logger: logger)
+        // Attached to the feed under the registry's lock: a feed that moves
+        // meanwhile wakes this session, and an idle one cannot stop between.
+        let feed = try live.syncFeed(for: query, attaching: self, logger: logger)
         // A position of this epoch no later than the server's: the client's
         // value as of then. Any other position is unknown: a snapshot.
         let held: Held =
@@ -214,11 +235,11 @@ package final class SyncSession: Sendable {
                 let known = position.epoch == epoch && position.sequence <= live.database.commitPosition
                 return .resuming(from: known ? position.sequence : nil)
             } ?? .nothing
-        // Attached first: a feed that moves meanwhile wakes this session.
-        feed.attach(self)
         let added = state.withLock { state -> Result<Void, LiveQueriesError>? in
             guard !state.isClosed else { return nil }
+            // Checked again: other subscribes ran while this one resolved.
             if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
+            if state.subscriptions.count >= limit { return .failure(.tooManySubscriptions(limit)) }
             state.subscriptions[id] = Subscription(feed: feed, mode: mode, held: held)
             return .success(())
         }
@@ -226,19 +247,26 @@ package final class SyncSession: Sendable {
         case .success?:
             feedDidMove()
         case .failure(let refusal)?:
-            live.detach(self, from: feed)
+            if !state.withLock({ $0.uses(feed) }) { live.detach(self, from: feed) }
             throw refusal
         case nil:
             live.detach(self, from: feed)
         }
     }
 
-    /// Sends an error message now (it does not wait for a batch).
+    /// Sends an error message: queued in the session (the client's mailbox
+    /// holds one pending frame, which a feed's wake-up would replace), and
+    /// written before the next batch.
     private func send(_ error: LiveQueriesError, id: String?) {
         var members: [(key: String, value: [UInt8])] = [("type", SyncJSON.string("error"))]
         if let id { members.append(("id", SyncJSON.string(id))) }
         members.append(("error", Self.errorJSON(ErrorBody(error), reason: error.reason)))
-        client.offer(.sync("error", json: SyncJSON.object(members), for: client.transport))
+        let frame = Frame.sync("error", json: SyncJSON.object(members), for: client.transport)
+        state.withLock { state in
+            state.errors.append(frame)
+            if state.errors.count > Self.maximumPendingErrors { state.errors.removeFirst() }
+        }
+        client.offer(.syncWake)
     }
 
     /// `{"message":…,"code":…,"reason":…}`: the one error body, with the
@@ -258,7 +286,8 @@ package final class SyncSession: Sendable {
     private func compose() -> [Frame] {
         state.withLock { state in
             guard !state.isClosed else { return [] }
-            var frames: [Frame] = []
+            var frames = state.errors
+            state.errors = []
             var views: [String: SyncFeed.View] = [:]
             for (id, subscription) in state.subscriptions {
                 let view = subscription.feed.view
