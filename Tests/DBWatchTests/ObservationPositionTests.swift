@@ -53,8 +53,43 @@ struct ObservationPositionTests {
         }
     }
 
+    /// The same, with a writer that commits without pause (one job, one
+    /// insert per commit): the readers find no moment between two commits,
+    /// and take their snapshots while holding the writer at the gate.
+    @Test func aResultHoldsExactlyTheCommitsUpToItsPositionWhileTheWriterNeverPauses() async throws {
+        try await withDatabase(.pool, schema: Self.schema) { database in
+            try await withTimeout {
+                let inserts = 10_000
+                let observed = Protected<[(count: Int?, position: UInt64)]>([])
+                let consumer = Task {
+                    for await element in database.observe(Self.count).positioned {
+                        let count = element.result.map { try? $0.get() } ?? nil
+                        observed.withLock { $0.append((count, element.position)) }
+                        if count == inserts { return }
+                    }
+                }
+                defer { consumer.cancel() }
+                try await waitUntil { !observed.withLock { $0.isEmpty } }
+                try await database.writeWithoutTransaction { db in
+                    for _ in 0..<inserts { try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                }
+                await consumer.value
+                let elements = observed.withLock { $0 }
+                let first = try #require(elements.first)
+                var current = 0
+                for element in elements.dropFirst() {
+                    if let count = element.count { current = count }
+                    #expect(
+                        UInt64(current) == element.position - first.position,
+                        "count \(current) at position \(element.position), first at \(first.position)")
+                }
+                #expect(elements.count > 2, "results came while the writer committed")
+            }
+        }
+    }
+
     @Test(arguments: DatabaseKind.queueAndPool)
-    func anUnchangedFetchIsReportedAndTheProbeTellsWhetherAPositionIsCurrent(kind: DatabaseKind) async throws {
+    func anUnchangedFetchIsReportedAndTheProbeTellsUntilWhenAPositionHolds(kind: DatabaseKind) async throws {
         try await withDatabase(kind, schema: Self.schema) { database in
             try await withTimeout {
                 var iterator = database.observe(Self.count).positioned.makeAsyncIterator()
@@ -73,6 +108,9 @@ struct ObservationPositionTests {
                     try db.execute(sql: "DELETE FROM t")
                 }
                 #expect(!iterator.probe.isCurrent(at: first.position))
+                // The first position's value held until that commit, not after.
+                let touched = database.commitPosition
+                #expect(iterator.probe.firstPossibleChange(after: first.position) == touched)
                 let unchanged = try #require(await iterator.next())
                 #expect(unchanged.result == nil)
                 #expect(unchanged.position > first.position)
@@ -84,6 +122,9 @@ struct ObservationPositionTests {
                 #expect((try? changed.result?.get()) == 1)
                 #expect(changed.position > unchanged.position)
                 #expect(iterator.probe.isCurrent(at: changed.position))
+                // Later commits in the region leave the first change where it was.
+                #expect(iterator.probe.firstPossibleChange(after: first.position) == touched)
+                #expect(iterator.probe.firstPossibleChange(after: unchanged.position) == changed.position)
             }
         }
     }

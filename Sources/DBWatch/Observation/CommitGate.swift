@@ -16,16 +16,28 @@
 /// (``FetchBatch``); otherwise it ends the snapshot, waits until the gate
 /// is clear, and takes another.
 ///
+/// A writer that commits without pause may leave a reader no moment
+/// between two commits: after a few raced snapshots the reader takes one
+/// while holding writers at the gate (``holdingWriters(_:)``), for the
+/// instant it takes.
+///
 /// Another process's commits do not pass the gate: they are numbered when
 /// this process detects them (`Tracking/ExternalChangeMonitor.swift`), and
 /// a snapshot may hold one before its number is published.
-final class CommitGate: @unchecked Sendable {  // `inFlight` and `waiters` are touched only with `mutex` held
+final class CommitGate: @unchecked Sendable {  // `inFlight`, `waiters` and `isHeld` are touched only with `mutex` held
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     /// Commits that entered and did not leave: at most one (one writer).
     private var inFlight = 0
-    /// Readers blocked in ``waitUntilClear()``.
+    /// Readers blocked in ``waitUntilClear()`` or ``holdingWriters(_:)``,
+    /// and writers blocked in ``enter()``.
     private var waiters = 0
+    /// A reader takes its snapshot: writers wait at the gate.
+    private var isHeld = false
+
+    /// The longest a reader or a writer waits for the other: a bound, not
+    /// a pace (a snapshot takes microseconds; so does publishing a commit).
+    private static let longestWait: Int = 100_000_000
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -53,8 +65,12 @@ final class CommitGate: @unchecked Sendable {  // `inFlight` and `waiters` are t
     }
 
     /// The writer's commit is about to become visible (the commit hook).
+    /// Waits while a reader holds writers (``holdingWriters(_:)``).
     func enter() {
-        locked { inFlight += 1 }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if isHeld { wait(while: { $0.isHeld }) }
+        inFlight += 1
     }
 
     /// The writer's commit was published, or failed: readers may trust
@@ -75,17 +91,43 @@ final class CommitGate: @unchecked Sendable {  // `inFlight` and `waiters` are t
     func waitUntilClear() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        guard inFlight > 0 else { return }
+        if inFlight > 0 { wait(while: { $0.inFlight > 0 }) }
+    }
+
+    /// Runs `body` (a reader taking its snapshot and reading the serial)
+    /// once no commit is in the gate, while writers wait at the gate: what
+    /// the snapshot holds is exactly what is published. Either side waits
+    /// at most 100 ms for the other (a writer descheduled in the gate, a
+    /// reader whose snapshot waits for a lock), then goes on: a bound that
+    /// keeps them from waiting on each other forever.
+    func holdingWriters<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        if inFlight > 0 { wait(while: { $0.inFlight > 0 }) }
+        isHeld = true
+        pthread_mutex_unlock(mutex)
+        defer {
+            let wake = locked {
+                isHeld = false
+                return waiters > 0
+            }
+            if wake { pthread_cond_broadcast(condition) }
+        }
+        return try body()
+    }
+
+    /// Waits, with `mutex` held, while `condition` holds, at most
+    /// ``longestWait``.
+    private func wait(while condition: (CommitGate) -> Bool) {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
-        deadline.tv_nsec += 100_000_000
+        deadline.tv_nsec += Self.longestWait
         if deadline.tv_nsec >= 1_000_000_000 {
             deadline.tv_sec += 1
             deadline.tv_nsec -= 1_000_000_000
         }
         waiters += 1
-        while inFlight > 0 {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        while condition(self) {
+            if pthread_cond_timedwait(self.condition, mutex, &deadline) == ETIMEDOUT { break }
         }
         waiters -= 1
     }

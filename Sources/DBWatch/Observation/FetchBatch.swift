@@ -26,8 +26,8 @@ final class FetchBatch: ConnectionJob {
     private struct SnapshotRaced: Error {}
 
     /// After this many raced snapshots in a row (a writer committing
-    /// without pause), a batch keeps its snapshot: its values may then hold
-    /// the commit in flight one position early.
+    /// without pause), a batch takes its snapshot while holding the writer
+    /// at the gate (``CommitGate/holdingWriters(_:)``).
     static let maximumSnapshotAttempts = 16
 
     init(drivers: [any ObservationDriving], uplink: ObservationCenter.Uplink) {
@@ -40,11 +40,15 @@ final class FetchBatch: ConnectionJob {
         var fetched = 0
         var attempts = 0
         while fetched < drivers.count {
-            let serial = uplink.commitSerial
+            var serial = uplink.commitSerial
             do {
                 try database.inReadOnlyTransaction {
                     attempts += 1
-                    try takeSnapshot(on: database, serial: serial, mayRetry: attempts < Self.maximumSnapshotAttempts)
+                    if attempts < Self.maximumSnapshotAttempts {
+                        try takeSnapshot(on: database, serial: serial)
+                    } else {
+                        serial = try takeSnapshotHoldingWriters(on: database)
+                    }
                     // A fetch whose error made SQLite roll the transaction
                     // back (an I/O error, a full disk) ends it: the next
                     // fetches run in a new one, never statement by statement.
@@ -71,12 +75,25 @@ final class FetchBatch: ConnectionJob {
     /// Starts the read transaction's snapshot (a deferred transaction takes
     /// it at its first read), then checks that it holds exactly the commits
     /// up to `serial`: none was in the gate, and none was published since.
-    private func takeSnapshot(on database: Database, serial: UInt64, mayRetry: Bool) throws {
+    private func takeSnapshot(on database: Database, serial: UInt64) throws {
+        try startSnapshot(on: database)
+        if !uplink.commitGate.isClear || uplink.commitSerial != serial { throw SnapshotRaced() }
+    }
+
+    /// Starts the read transaction's snapshot while the writer waits at the
+    /// gate; returns the serial it holds.
+    private func takeSnapshotHoldingWriters(on database: Database) throws -> UInt64 {
+        try uplink.commitGate.holdingWriters {
+            let serial = uplink.commitSerial
+            try startSnapshot(on: database)
+            return serial
+        }
+    }
+
+    private func startSnapshot(on database: Database) throws {
         try database.withoutRecordingReads {
             try database.execute(sql: "PRAGMA schema_version")
         }
-        guard mayRetry else { return }
-        if !uplink.commitGate.isClear || uplink.commitSerial != serial { throw SnapshotRaced() }
     }
 
     func fail(with error: any Error) {

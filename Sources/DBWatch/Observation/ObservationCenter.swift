@@ -56,8 +56,11 @@ final class ObservationCenter: Sendable {
         let registeredAt: UInt64
         /// The serial of the last commit that touched its region, or that
         /// a finished fetch may have missed: its value at an older
-        /// position may be outdated (see ``isCurrent(_:at:)``).
+        /// position may be outdated (see ``firstPossibleChange(of:after:)``).
         var touchedAt: UInt64 = 0
+        /// The position of the fetch that recorded `region`: the fetches
+        /// since read the same region (see ``firstPossibleChange(of:after:)``).
+        var regionFetchedAt: UInt64 = .max
     }
 
     private struct RecentCommit {
@@ -207,6 +210,7 @@ final class ObservationCenter: Sendable {
                     state.byTable[table, default: TableObservers()].insert(id, read: read)
                 }
                 entry.region = region
+                entry.regionFetchedAt = startSerial
                 if entry.observesEverything != failed {
                     entry.observesEverything = failed
                     if failed {
@@ -227,17 +231,36 @@ final class ObservationCenter: Sendable {
         }
     }
 
-    /// Whether no commit after `position` touched the region of `driver`,
-    /// nor may have been missed by its last fetch: then its value at
-    /// `position` is its value now. `false` for a driver no longer registered.
+    /// The first position after `position` at which a commit touched the
+    /// region of `driver`, or may have: its value at `position` (a value
+    /// it delivered there) is its value at every position from `position`
+    /// up to, not including, the one returned. `.max` while no commit since
+    /// touched it (the value is the value now).
     ///
     /// Exact for the position of a value the driver delivered: the center
     /// marks a driver touched under the lock that numbers the commit, and a
-    /// fetch's missed commits before its value is delivered.
-    func isCurrent(_ driver: some ObservationDriving, at position: UInt64) -> Bool {
+    /// fetch's missed commits before its value is delivered; the log of
+    /// recent commits tells which commit came first. Where the log no
+    /// longer reaches back, or the region changed since, the answer is
+    /// `position + 1` (the value is known at `position` only); so for a
+    /// driver no longer registered.
+    func firstPossibleChange(of driver: some ObservationDriving, after position: UInt64) -> UInt64 {
         state.withLock { state in
-            guard let entry = state.entries[ObjectIdentifier(driver)] else { return false }
-            return entry.touchedAt <= position
+            guard let entry = state.entries[ObjectIdentifier(driver)] else { return position &+ 1 }
+            if entry.touchedAt <= position { return .max }
+            guard let region = entry.region, !entry.observesEverything, position >= entry.regionFetchedAt,
+                position >= state.loggedAfter
+            else { return position &+ 1 }
+            // The log is ordered by serial: find the first commit after
+            // `position`, then the first of those that touches the region.
+            var low = 0
+            var high = state.recent.count
+            while low < high {
+                let middle = (low + high) / 2
+                if state.recent[middle].serial <= position { low = middle + 1 } else { high = middle }
+            }
+            for commit in state.recent[low...] where commit.changes.touches(region) { return commit.serial }
+            return position &+ 1
         }
     }
 
@@ -376,9 +399,9 @@ final class ObservationCenter: Sendable {
             center.fetchDidFinish(driver, region: region, failed: failed, startSerial: startSerial)
         }
 
-        /// See ``ObservationCenter/isCurrent(_:at:)``.
-        func isCurrent(_ driver: some ObservationDriving, at position: UInt64) -> Bool {
-            center.isCurrent(driver, at: position)
+        /// See ``ObservationCenter/firstPossibleChange(of:after:)``.
+        func firstPossibleChange(of driver: some ObservationDriving, after position: UInt64) -> UInt64 {
+            center.firstPossibleChange(of: driver, after: position)
         }
 
         /// A driver's last subscriber left: see ``ObservationCenter/remove(_:)``.

@@ -67,10 +67,9 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
 
-    /// Whether its result at `position` is its value now (see
-    /// ``ObservationCenter/isCurrent(_:at:)``).
-    func isCurrent(at position: UInt64) -> Bool {
-        uplink.isCurrent(self, at: position)
+    /// See ``ObservationCenter/firstPossibleChange(of:after:)``.
+    func firstPossibleChange(after position: UInt64) -> UInt64 {
+        uplink.firstPossibleChange(of: self, after: position)
     }
 
     /// The database closed: each subscriber receives

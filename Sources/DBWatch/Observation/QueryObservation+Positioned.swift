@@ -10,8 +10,8 @@ extension QueryObservation {
     /// - A result at position `p` holds every commit of this process up to
     ///   `p` and none after (another process's commit may be in it before
     ///   its number is published).
-    /// - While ``Positioned/Iterator/probe`` says a position is current,
-    ///   the last result is the value now: no commit after it touched what
+    /// - ``Positioned/Iterator/probe`` tells until which position the last
+    ///   result is the value: the first commit after it that touched what
     ///   the request read.
     package var positioned: Positioned { Positioned(observation: self) }
 
@@ -32,8 +32,8 @@ extension QueryObservation {
         /// database closes (after its last `.failure`).
         package struct Iterator: AsyncIteratorProtocol {
             let subscription: Subscription
-            /// Tells, from any task, whether a position of this
-            /// subscription's result is still current.
+            /// Tells, from any task, until which position this
+            /// subscription's last result is the value.
             package let probe: ObservationProbe
 
             /// The next result or position; `nil` when cancelled or after
@@ -45,11 +45,11 @@ extension QueryObservation {
     }
 }
 
-/// Tells whether an observation's result at a position is still its
-/// current value: no commit after that position touched what its request
-/// read (``ObservationCenter/isCurrent(_:at:)``). A batch of the sync
-/// protocol waits, for each subscription whose value it does not change,
-/// until this holds at the batch's position.
+/// Tells until which position an observation's result at a position is
+/// its value: the first commit after it that touched what its request read
+/// (``ObservationCenter/firstPossibleChange(of:after:)``). A batch of the
+/// sync protocol is composed at a position where every subscription's
+/// value is known: so it is composed while commits go on.
 package struct ObservationProbe: Sendable {
     private let driver: any PositionReporting
 
@@ -57,16 +57,24 @@ package struct ObservationProbe: Sendable {
         self.driver = driver
     }
 
+    /// The first position after `position` at which the result delivered
+    /// at `position` may no longer be the value; `.max` while it is the
+    /// value now. The result is the value at every position from
+    /// `position` up to, not including, this one.
+    package func firstPossibleChange(after position: UInt64) -> UInt64 {
+        driver.firstPossibleChange(after: position)
+    }
+
     /// Whether the result delivered at `position` is the value now.
     package func isCurrent(at position: UInt64) -> Bool {
-        driver.isCurrent(at: position)
+        firstPossibleChange(after: position) == .max
     }
 }
 
 /// What an ``ObservationProbe`` asks: a driver, through its center.
 protocol PositionReporting: AnyObject, Sendable {
-    /// Whether the result delivered at `position` is the value now.
-    func isCurrent(at position: UInt64) -> Bool
+    /// See ``ObservationProbe/firstPossibleChange(after:)``.
+    func firstPossibleChange(after position: UInt64) -> UInt64
 }
 
 extension DatabaseWriter {

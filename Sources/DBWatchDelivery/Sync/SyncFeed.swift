@@ -72,20 +72,23 @@ final class SyncFeed: Sendable {
         /// The feed ended (the database closed or was replaced).
         let ended: ClientFinish?
 
-        /// Whether its value is the value now: no commit after
-        /// `lastPosition` touched what its request reads.
-        var isCurrent: Bool { probe?.isCurrent(at: lastPosition) ?? false }
+        /// The first position at which `current` may no longer be the
+        /// value: the first commit after `lastPosition` that touched what
+        /// its request reads (`.max`: none yet). `current` is the value at
+        /// every position from `lastPosition` up to, not including, this one.
+        var validUntil: UInt64 { probe?.firstPossibleChange(after: lastPosition) ?? lastPosition &+ 1 }
 
-        /// Whether the feed knows its value at `position` exactly, while it
-        /// ``isCurrent`` and `position` is no later than the database's
-        /// position: a value was fetched there (the current one, or one a
-        /// history step starts from), or `position` is at or after the last
-        /// position the current value was found at (no commit since
-        /// touched it). A position between two fetches is not known: the
-        /// value may have changed at a commit the feed's fetch coalesced.
+        /// Whether the feed knows its value at `position` exactly, for a
+        /// `position` no later than the database's: a value was fetched
+        /// there (the current one, or one a history step starts from), or
+        /// `position` lies between the last position the current value was
+        /// found at and the first commit since that touched it. A position
+        /// between two fetches is not known otherwise: the value may have
+        /// changed at a commit the feed's fetch coalesced.
         func knowsValue(at position: UInt64) -> Bool {
             guard let current else { return false }
-            return position == current.position || position >= lastPosition || history.hasStep(from: position)
+            if position == current.position || history.hasStep(from: position) { return true }
+            return position >= lastPosition && position < validUntil
         }
     }
 

@@ -8,8 +8,8 @@ import Logging
 ///
 /// It never queues batches. When one of its feeds moves, it wakes its
 /// write loop; when the loop can write, the session composes **one** batch
-/// at the latest position at which every subscription's value is known
-/// (``SyncFeed/View/isCurrent``), holding what changed since what the
+/// at a position at which every subscription's value is known
+/// (``SyncFeed/View/validUntil``), holding what changed since what the
 /// client holds: one feed step as `changes`, several as `catchUp`, or a
 /// `snapshot` when the history no longer holds them. So a client that
 /// reads slowly receives fewer, larger batches, and the server holds
@@ -312,21 +312,31 @@ package final class SyncSession: Sendable {
     }
 
     private func batch(_ state: inout State, views: [String: SyncFeed.View]) -> Frame? {
+        // The batch's position: the latest at which a value is known, so
+        // that every value is known there if any position allows it.
         var target = state.position
         var changed: [String] = []
         for (id, subscription) in state.subscriptions {
-            guard let current = views[id]?.current else { continue }
+            guard let view = views[id], let current = view.current else {
+                // A subscription that resumes waits for its first value:
+                // the others must not move past the position its client shows.
+                if case .resuming = subscription.held, views[id]?.failure == nil { return nil }
+                continue
+            }
             switch subscription.held {
             case .nothing, .resuming: changed.append(id)
             case .value(let position) where position < current.position: changed.append(id)
-            case .value: continue
+            case .value: break
             }
-            target = max(target, current.position)
+            target = max(target, view.lastPosition)
         }
         guard !changed.isEmpty else { return nil }
-        // Every value must be the value now: a feed that a commit touched
-        // is fetching, and will move again (then the batch is composed).
-        for view in views.values where view.current != nil && !view.isCurrent { return nil }
+        // Every value must be the value at `target`: known at its feed's
+        // last position, and no commit up to `target` touched it since.
+        // Otherwise a feed is fetching, and will move again: then the batch
+        // is composed. So batches keep coming while commits go on, as long
+        // as fetches end between two commits that touch them.
+        for view in views.values where view.current != nil && view.validUntil <= target { return nil }
         var entries: [(key: String, value: [UInt8])] = []
         for id in changed.sorted() {
             guard let view = views[id], let current = view.current, let subscription = state.subscriptions[id]
