@@ -60,11 +60,15 @@ public final class SyncTestClient {
         return SyncTestClient(stream: stream, session: session, position: position, baseURL: baseURL, headers: headers)
     }
 
-    /// Posts one message for this session; returns the answer.
+    /// Posts one message for this session, with the connection's headers
+    /// or `headers` (another token); returns the answer.
     @discardableResult
-    public func send(_ message: [String: Any]) async throws -> (status: Int, body: String) {
+    public func send(
+        _ message: [String: Any], headers: [(String, String)]? = nil
+    ) async throws -> (status: Int, body: String) {
         let json = String(decoding: try JSONSerialization.data(withJSONObject: message), as: UTF8.self)
-        let answer = try await fetch("\(baseURL)/sync/\(session)", method: "POST", body: json, headers: headers)
+        let answer = try await fetch(
+            "\(baseURL)/sync/\(session)", method: "POST", body: json, headers: headers ?? self.headers)
         return (answer.status, answer.body)
     }
 

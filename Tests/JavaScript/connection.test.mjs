@@ -286,6 +286,39 @@ test("an error with an id goes to that subscription's onError and the subscripti
   });
 });
 
+test("a 404 unknownQuery is the subscription's error; a 404 unknownSession on an open stream opens a new one, where every subscription subscribes again", options, async () => {
+  await withServer(async (server) => {
+    const db = connect(server.url, { retry: fast, onError: () => {} });
+    const errors = new Queue();
+    try {
+      server.refusePost(404, { code: "unknownQuery", message: "no query named \"nope\"", status: 404 });
+      const nope = db.subscribe("nope", {}, undefined, { onError: (error, subscription) => errors.push({ error, subscription }) });
+      const first = await server.streams.next();
+      await first.hello("e/1");
+      assert.equal((await server.posts.next()).status, 404);
+      const { error, subscription } = await errors.next();
+      assert.equal(subscription, nope);
+      assert.equal(error.code, "unknownQuery");
+      nope.close();
+      await server.posts.next(); // its unsubscribe
+
+      // The server no longer knows the session, though its stream is open
+      // (a token whose claims changed): the client opens a new stream.
+      server.refusePost(404, { code: "unknownSession", message: "no such sync session", status: 404 });
+      db.subscribe("top", {});
+      assert.equal((await server.posts.next()).status, 404);
+      const second = await server.streams.next();
+      assert.notEqual(second.session, first.session);
+      await second.hello("e/2");
+      const again = await server.posts.next();
+      assert.equal(again.session, second.session);
+      assert.equal(again.body.query, "top");
+    } finally {
+      db.close();
+    }
+  });
+});
+
 test("a stream the server closes is opened again after a backoff, and every subscription subscribes again with its position", options, async () => {
   await withServer(async (server) => {
     const statuses = [];

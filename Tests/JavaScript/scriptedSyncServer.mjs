@@ -78,6 +78,8 @@ export class ScriptedStream {
  * - `posts`: a `Queue` of `{session, headers, body}`, one per `POST
  *   /sync/SESSION` of a session whose stream is open (answered 202); others
  *   are answered 404 `unknownSession`.
+ * - `refusePost(status, body)`: the next `POST` of an open session is
+ *   answered with that error (and queued in `posts` with its `status`).
  * - `refuse(status, body)`: the next `GET /sync` is answered with that error;
  *   `refused`: a `Queue` of the times (`performance.now()`) of those answers.
  * - `close()`: closes every connection and the server.
@@ -87,6 +89,7 @@ export async function startScriptedSyncServer() {
   const posts = new Queue();
   const open = new Map();
   const refusals = [];
+  const postRefusals = [];
   const refused = new Queue();
   let sessions = 0;
   const server = createServer((request, response) => {
@@ -119,9 +122,17 @@ export async function startScriptedSyncServer() {
           response.end(JSON.stringify({ code: "unknownSession", message: "no such session" }));
           return;
         }
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+        const refusal = postRefusals.shift();
+        if (refusal) {
+          response.writeHead(refusal.status, { "Content-Type": "application/json" });
+          response.end(JSON.stringify(refusal.body));
+          posts.push({ session, headers: request.headers, body, status: refusal.status });
+          return;
+        }
         response.writeHead(202);
         response.end();
-        posts.push({ session, headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+        posts.push({ session, headers: request.headers, body, status: 202 });
       });
       return;
     }
@@ -136,6 +147,9 @@ export async function startScriptedSyncServer() {
     refused,
     refuse(status, body) {
       refusals.push({ status, body });
+    },
+    refusePost(status, body) {
+      postRefusals.push({ status, body });
     },
     close() {
       server.closeAllConnections();

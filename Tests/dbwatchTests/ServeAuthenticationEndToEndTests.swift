@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Crypto
+import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import JWTKit
@@ -214,6 +215,44 @@ struct ServeAuthenticationEndToEndTests {
         }
     }
 
+    /// A sync connection takes the messages of the token that opened it,
+    /// refreshed (another `exp` and `iat`), and refuses those of a token
+    /// with other claims as a session it does not know (404): a page that
+    /// refreshes its token keeps its connection, and no one else may
+    /// subscribe on it.
+    @Test(.hangLimit(minutes: 1))
+    func aSyncConnectionTakesMessagesOfItsClaimsRefreshedAndOfNoOneElse() async throws {
+        try await withTemporaryDirectory { scratch in
+            let path = try serving.makePlayers(in: scratch)
+            let secret = try file(Self.secret, named: "jwt.secret", in: scratch)
+            // Keyed by `id`: the protocol's keyed changes.
+            let team = "team=SELECT id, name, score FROM player WHERE team = :auth_team ORDER BY score DESC LIMIT :n"
+            let served = try await serving.serve(path, ["--query", team, "--auth-jwt-secret-file", secret])
+            defer { served.run.kill() }
+            let bearer = { (claims: TestClaims) in [("Authorization", "Bearer " + (try await self.jwt(claims)))] }
+            let opening = try await bearer(
+                TestClaims(sub: "alice", team: "red", exp: inSeconds(600), iat: inSeconds(0)))
+            let refreshed = try await bearer(
+                TestClaims(sub: "alice", team: "red", exp: inSeconds(900), iat: inSeconds(1)))
+            let client = try await SyncTestClient.connect(String(served.url.dropLast()), headers: opening)
+            let subscribe: [String: Any] = ["type": "subscribe", "id": "mine", "query": "team", "params": ["n": "5"]]
+            for stranger in [
+                TestClaims(sub: "alice", team: "blue", exp: inSeconds(600)),
+                TestClaims(sub: "bob", team: "red", exp: inSeconds(600)),
+            ] {
+                let refused = try await client.send(subscribe, headers: try await bearer(stranger))
+                #expect(refused.status == 404, "\(stranger): \(refused.body)")
+            }
+            #expect(try await client.send(subscribe, headers: refreshed).status == 202)
+            var results = SyncResults()
+            try results.apply(try await client.next())
+            let names = try (results.results["mine"]?.rows ?? []).map { row in
+                try #require(try JSONSerialization.jsonObject(with: row.row) as? [Any])[1] as? String
+            }
+            #expect(names == ["Arthur", "Craig"], "the red team's rows, bound from the opening token's claims")
+        }
+    }
+
     @Test(.hangLimit(minutes: 1))
     func claimsCannotComeFromTheQueryStringAndBadJWTsAreRefused() async throws {
         try await withTemporaryDirectory { scratch in
@@ -327,6 +366,7 @@ struct TestClaims: JWTPayload {
     var team: String?
     var exp: Int?
     var nbf: Int?
+    var iat: Int?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

@@ -539,8 +539,17 @@ export class Connection {
           return;
         }
         const error = await answerError(response);
-        // 404: the session ended with its stream; the next one subscribes again.
-        if (response.status === 404 || signal.aborted) return;
+        if (signal.aborted) return;
+        // The session ended, or is not this client's to post to: its stream
+        // ended or will; a new one subscribes again. (Another 404, such as
+        // unknownQuery, is the subscription's error.)
+        if (error.code === "unknownSession") {
+          if (session === this.#session) {
+            this.#report(error);
+            this.#abort?.abort();
+          }
+          return;
+        }
         if (state !== undefined && !state.closed) this.#subscriptionError(state, error.body ?? { message: error.message, status: response.status });
         else this.#report(error);
       } catch (error) {

@@ -140,13 +140,14 @@ final class QueryServer: Sendable {
         // The sync protocol: the same queries, keyed by their key columns.
         router.get("sync") { [self] request, context in
             counted(request, context: context) {
-                live.syncEvents(for: request, context: context, owner: context.identity) { [self] subscription in
+                live.syncEvents(for: request, context: context, owner: context.identity.connectionOwner) {
+                    [self] subscription in
                     try syncQuery(subscription, identity: context.identity)
                 }
             }
         }
         router.post("sync/:session") { [self] request, context in
-            await live.syncMessage(request, context: context, owner: context.identity)
+            await live.syncMessage(request, context: context, owner: context.identity.connectionOwner)
         }
         live.addJavaScriptClientRoute(to: router)
         return router

@@ -94,6 +94,16 @@ struct JWTClaims: JWTPayload, Hashable {
     /// The claim `name`'s value, if the token has it.
     func value(of name: String) -> Value? { values[name] }
 
+    /// The claims a refreshed token renews: when it was issued, when it
+    /// starts and ends, and its id.
+    static let lifetimeClaims: Set<String> = ["exp", "iat", "nbf", "jti"]
+
+    /// These claims without ``lifetimeClaims``: what stays the same when
+    /// the token is refreshed.
+    var withoutLifetime: JWTClaims {
+        JWTClaims(values.filter { !Self.lifetimeClaims.contains($0.key) })
+    }
+
     /// Refuses a token without `exp`, expired, or whose `nbf` is still to come.
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try verifyTime(now: Date())

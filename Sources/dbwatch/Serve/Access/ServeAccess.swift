@@ -29,6 +29,17 @@ final class ServeAccess: Sendable {
         var claims: JWTClaims? {
             if case .jwt(let claims) = self { claims } else { nil }
         }
+
+        /// Who may post to a sync connection opened with this identity: the
+        /// same identity after its token is refreshed. A JWT counts by its
+        /// claims without those a refresh renews (``JWTClaims/lifetimeClaims``),
+        /// so a page that refreshes its token keeps its connection, and a
+        /// token with other claims (another user, another team) cannot
+        /// post to it.
+        var connectionOwner: Identity {
+            guard case .jwt(let claims) = self else { return self }
+            return .jwt(claims.withoutLifetime)
+        }
     }
 
     /// What is in force: the tokens and the JWT key, as last read.
