@@ -347,6 +347,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // DBWatchClient against the Hummingbird test server, over real
+        // sockets (and a proxy the tests cut).
+        .testTarget(
+            name: "DBWatchClientTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchClient",
+                "DBWatchDelivery",
+                "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: client),
+                .product(name: "NIOCore", package: "swift-nio", condition: client),
+                .product(name: "NIOPosix", package: "swift-nio", condition: client),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "DBWatchVaporTests",
             dependencies: [
