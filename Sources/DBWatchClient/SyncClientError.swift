@@ -28,9 +28,11 @@ public struct SyncClientError: Error, Sendable, Hashable, CustomStringConvertibl
         /// (``SyncClientError/status`` and ``SyncClientError/reason`` say
         /// which). Final: the subscription ends.
         public static let refused = Kind(name: "refused")
-        /// The server sent what the client cannot use: a value that does
-        /// not decode as the sequence's `Value`, changes that do not fit
-        /// twice in a row. Final.
+        /// The server sent what the client cannot use: its `sync` endpoint
+        /// does not answer with server-sent events. Final. (A value that
+        /// does not decode as the sequence's `Value` is the decoder's
+        /// `DecodingError`; changes that do not fit the rows held make the
+        /// client subscribe again, without an error.)
         public static let badServerMessage = Kind(name: "badServerMessage")
 
         /// The kind's name, such as `queryFailed`.

@@ -423,11 +423,13 @@ final class SyncConnection: Sendable {
     }
 
     /// Whether a refusal is about the server, not the subscription: it
-    /// shuts down, or its database closed or was replaced. The client
-    /// reconnects (to this node or another) instead of giving up.
+    /// shuts down, its database closed or was replaced, or it observes as
+    /// many queries as it may for now (a 503 with `Retry-After`). The
+    /// client reconnects after its backoff (to this node or another)
+    /// instead of giving up.
     static func isPassing(_ error: SyncClientError) -> Bool {
         guard let reason = error.reason else { return false }
-        return ["shuttingDown", "databaseClosed", "databaseReplaced"].contains(reason)
+        return ["shuttingDown", "databaseClosed", "databaseReplaced", "tooManyObservations"].contains(reason)
     }
 
     /// The refusal an error answer stands for.
