@@ -10,6 +10,11 @@ import Testing
 /// reconnection and resume, errors, cancellation.
 @Suite("Swift sync client")
 struct SyncClientTests {
+    /// Each test's limit: a test takes well under a second, and a hang
+    /// fails it even on a busy machine, which stretches a timeout fivefold
+    /// (`withTimeout`), before a runner's own limit of a few minutes.
+    static let timeout: Double = isThreadSanitized ? defaultTestTimeout : 30
+
     func leaderboard(_ server: HummingbirdServer, limit: Int = 10) async throws -> [RankedPlayer] {
         try await server.database.read { db in try Leaderboard(limit: limit).fetch(db) }
     }
@@ -34,9 +39,10 @@ struct SyncClientTests {
     /// attempt fail, such as a POST on a pooled connection the proxy cut).
     func reconnecting<T>(_ clock: TestClock, _ body: () async throws -> T) async throws -> T {
         let driver = Task {
-            while !Task.isCancelled {
-                if clock.sleeperCount > 0 { clock.advance(by: .seconds(1)) }
-                try? await Task.sleep(for: .milliseconds(1))
+            while true {
+                await clock.waitForSleepers()
+                if Task.isCancelled { return }
+                clock.advance(by: .seconds(1))
             }
         }
         defer { driver.cancel() }
@@ -44,7 +50,7 @@ struct SyncClientTests {
     }
 
     @Test func theFirstValueComesAtOnceThenOneAfterEachCommitEqualToAFreshFetch() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 let client = client(server.baseURL)
                 var top = client.values(of: "top", params: ["n": "3"], as: [RankedPlayer].self).makeAsyncIterator()
@@ -68,7 +74,7 @@ struct SyncClientTests {
     }
 
     @Test func twoSequencesOfOneClientSeeOneCommitInOneBatch() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 let client = client(server.baseURL)
                 var top = client.changes(of: "top").makeAsyncIterator()
@@ -96,7 +102,7 @@ struct SyncClientTests {
     }
 
     @Test func aDroppedConnectionResumesWithTheChangesItMissed() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 // Another client keeps the query observed while this one is away.
                 let watcher = try await SyncTestClient.connect(server.baseURL)
@@ -111,21 +117,24 @@ struct SyncClientTests {
                     #expect(first.kind == .snapshot)
 
                     await proxy.dropConnections()
-                    try await waitUntil { clock.sleeperCount == 1 }  // waiting to reconnect
+                    await clock.waitForSleepers()  // waiting to reconnect
                     for (name, score) in [("carol", 90), ("dave", 95), ("erin", 5)] {
                         try await addPlayer(server, name, score)
                         _ = try await watcher.next()
                     }
-                    let resumedNext = try await reconnecting(clock) { try await top.next() }
-                    let resumed = try #require(resumedNext)
-                    #expect(resumed.kind == .changes && resumed.changes.count == 3, "the three commits it missed")
-                    #expect(try resumed.decode([RankedPlayer].self) == (try await leaderboard(server)))
-                    #expect(resumed.position.split(separator: "/").first == first.position.split(separator: "/").first)
+                    try await reconnecting(clock) {
+                        let resumedNext = try await top.next()
+                        let resumed = try #require(resumedNext)
+                        #expect(resumed.kind == .changes && resumed.changes.count == 3, "the three commits it missed")
+                        #expect(try resumed.decode([RankedPlayer].self) == (try await leaderboard(server)))
+                        #expect(
+                            resumed.position.split(separator: "/").first == first.position.split(separator: "/").first)
 
-                    try await addPlayer(server, "frank", 300)
-                    let laterNext = try await top.next()
-                    let later = try #require(laterNext)
-                    #expect(try later.decode([RankedPlayer].self) == (try await leaderboard(server)))
+                        try await addPlayer(server, "frank", 300)
+                        let laterNext = try await top.next()
+                        let later = try #require(laterNext)
+                        #expect(try later.decode([RankedPlayer].self) == (try await leaderboard(server)))
+                    }
                     await client.close()
                 }
             }
@@ -133,7 +142,7 @@ struct SyncClientTests {
     }
 
     @Test func aRestartedServerSendsASnapshotSaidToBeResumed() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { first in
                 // The restarted server: another epoch, another database.
                 try await HummingbirdServer.with { second in
@@ -148,7 +157,7 @@ struct SyncClientTests {
 
                         proxy.retarget(to: second.port)
                         await proxy.dropConnections()
-                        try await waitUntil { clock.sleeperCount == 1 }  // waiting to reconnect
+                        await clock.waitForSleepers()  // waiting to reconnect
                         let afterNext = try await reconnecting(clock) { try await top.next() }
                         let after = try #require(afterNext)
                         #expect(after.kind == .snapshot && after.reason == "resumed")
@@ -163,7 +172,7 @@ struct SyncClientTests {
     }
 
     @Test func errorsAreValuesOfResultsAndThrownByValues() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 let client = client(server.baseURL)
                 // A refusal: the server does not serve the query.
@@ -205,7 +214,7 @@ struct SyncClientTests {
     }
 
     @Test func cancellingTheConsumingTaskEndsTheSequenceAndTheConnection() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 let client = client(server.baseURL)
                 let received = Gate()
@@ -229,7 +238,7 @@ struct SyncClientTests {
     }
 
     @Test func closeEndsEverySequence() async throws {
-        try await withTimeout {
+        try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
                 let client = client(server.baseURL)
                 let received = Gate()

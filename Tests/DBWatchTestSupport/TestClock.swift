@@ -12,8 +12,27 @@ public final class TestClock: Clock, Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Protected<(now: Instant, sleepers: [Int: Sleeper], nextID: Int)>(
-        (Instant(offset: .zero), [:], 0))
+    /// A task waiting for `count` sleepers (``waitForSleepers(_:)``).
+    private struct Watcher {
+        let count: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var now = Instant(offset: .zero)
+        var sleepers: [Int: Sleeper] = [:]
+        var watchers: [Int: Watcher] = [:]
+        var nextID = 0
+
+        /// Takes the watchers that as many sleepers satisfy now.
+        mutating func takeSatisfiedWatchers() -> [Watcher] {
+            let satisfied = watchers.filter { $0.value.count <= sleepers.count }
+            for id in satisfied.keys { watchers[id] = nil }
+            return Array(satisfied.values)
+        }
+    }
+
+    private let state = Protected(State())
 
     /// A clock at zero.
     public init() {}
@@ -31,16 +50,44 @@ public final class TestClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if deadline <= state.now || Task.isCancelled { return true }
+                let (resumeNow, watchers) = state.withLock { state -> (Bool, [Watcher]) in
+                    if deadline <= state.now || Task.isCancelled { return (true, []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return false
+                    return (false, state.takeSatisfiedWatchers())
                 }
+                for watcher in watchers { watcher.continuation.resume() }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
             let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }
             sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Waits until at least `count` tasks sleep on this clock (a task that
+    /// reached its wait), or until the waiting task is cancelled.
+    ///
+    /// ```swift
+    /// await clock.waitForSleepers()   // the client waits to reconnect
+    /// clock.advance(by: .seconds(1))
+    /// ```
+    public func waitForSleepers(_ count: Int = 1) async {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.sleepers.count >= count || Task.isCancelled { return true }
+                    state.watchers[id] = Watcher(count: count, continuation: continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let watcher = state.withLock { $0.watchers.removeValue(forKey: id) }
+            watcher?.continuation.resume()
         }
     }
 
