@@ -1,9 +1,14 @@
 /// A clock that moves only when a test calls `advance(by:)`.
 public final class TestClock: Clock, Sendable {
+    /// A moment of the clock: the time since it started.
     public struct Instant: InstantProtocol {
+        /// The time since the clock's zero.
         public var offset: Duration
+        /// The instant `duration` later.
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this instant to `other`.
         public func duration(to other: Instant) -> Duration { other.offset - offset }
+        /// Whether `lhs` comes first.
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
@@ -37,12 +42,17 @@ public final class TestClock: Clock, Sendable {
     /// A clock at zero.
     public init() {}
 
+    /// The time the tests have advanced the clock to.
     public var now: Instant { state.withLock { $0.now } }
+    /// None: the clock moves only by ``advance(by:)``.
     public var minimumResolution: Duration { .zero }
 
     /// The number of tasks sleeping on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// Sleeps until a test advances the clock to `deadline`; throws
+    /// `CancellationError` when cancelled while asleep (a task cancelled
+    /// before returns at once).
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
