@@ -16,6 +16,9 @@ let postgres = TargetDependencyCondition.when(traits: ["Postgres"])
 /// Packages resolved only with the trait `Vapor` (the `DBWatchVapor`
 /// product and its tests).
 let vapor = TargetDependencyCondition.when(traits: ["Vapor"])
+/// Packages resolved only with the trait `Client` (the `DBWatchClient`
+/// product; CommandLineTool turns it on).
+let client = TargetDependencyCondition.when(traits: ["Client"])
 /// Packages of either server adapter's tests.
 let server = TargetDependencyCondition.when(traits: ["Hummingbird", "Vapor"])
 
@@ -32,6 +35,7 @@ let package = Package(
         .library(name: "DBWatchServiceLifecycle", targets: ["DBWatchServiceLifecycle"]),
         .library(name: "DBWatchPostgres", targets: ["DBWatchPostgres"]),
         .library(name: "DBWatchVapor", targets: ["DBWatchVapor"]),
+        .library(name: "DBWatchClient", targets: ["DBWatchClient"]),
     ],
     // A user of the `DBWatch` product alone depends with `traits: []` and
     // resolves swift-log only: SwiftPM fetches no package that only a
@@ -55,9 +59,12 @@ let package = Package(
             description: "The DBWatchVapor product: live queries over server-sent events and WebSockets in a Vapor app."
         ),
         .trait(
+            name: "Client",
+            description: "The DBWatchClient product: a server's live queries as Swift AsyncSequences (sync protocol)."),
+        .trait(
             name: "CommandLineTool",
             description: "The dbwatch executable (watch, explain, migrate, demo, serve, replicate).",
-            enabledTraits: ["Hummingbird", "Postgres"]),
+            enabledTraits: ["Hummingbird", "Postgres", "Client"]),
         .default(enabledTraits: ["CommandLineTool"]),
     ],
     dependencies: [
@@ -92,8 +99,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Trait Vapor: the DBWatchVapor product.
         .package(url: "https://github.com/vapor/vapor", .upToNextMinor(from: "4.122.3")),
-        // Trait CommandLineTool: `watch` of a served query. And the tests'
-        // real streaming HTTP client.
+        // Traits Client (DBWatchClient) and CommandLineTool: `watch` of a
+        // served query. And the tests' real streaming HTTP client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Documentation only: `swift package generate-documentation --target
         // DBWatch` builds Sources/DBWatch/DBWatch.docc. No target uses it, so
@@ -129,6 +136,8 @@ let package = Package(
                 "DBWatchHummingbird",
                 "DBWatchMetrics",
                 "DBWatchPostgres",
+                // `watch http://…`: the server-sent events parser.
+                "DBWatchClient",
                 .product(name: "Metrics", package: "swift-metrics", condition: commandLineTool),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: commandLineTool),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
@@ -222,6 +231,18 @@ let package = Package(
                 .target(name: "DBWatchMetrics", condition: vapor),
                 .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "NIOCore", package: "swift-nio", condition: vapor),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Swift client of the sync protocol: a served query as an
+        // AsyncSequence of the server's values, over one server-sent events
+        // connection per client, resumed from positions after a drop.
+        .target(
+            name: "DBWatchClient",
+            dependencies: [
+                "DBWatchDelivery",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: client),
+                .product(name: "NIOCore", package: "swift-nio", condition: client),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -326,6 +347,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // DBWatchClient against the Hummingbird test server, over real
+        // sockets (and a proxy the tests cut).
+        .testTarget(
+            name: "DBWatchClientTests",
+            dependencies: [
+                "DBWatch",
+                "DBWatchClient",
+                "DBWatchDelivery",
+                "DBWatchTestSupport",
+                "DBWatchServerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: client),
+                .product(name: "NIOCore", package: "swift-nio", condition: client),
+                .product(name: "NIOPosix", package: "swift-nio", condition: client),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "DBWatchVaporTests",
             dependencies: [
@@ -362,6 +399,7 @@ let package = Package(
             name: "dbwatchTests",
             dependencies: [
                 "dbwatch",
+                "DBWatchClient",
                 "DBWatch",
                 "DBWatchTestSupport",
                 // Its log recorder (`serve`'s log lines, captured in-process)

@@ -1,4 +1,5 @@
 import DBWatch
+import DBWatchClient
 import Foundation
 import Testing
 

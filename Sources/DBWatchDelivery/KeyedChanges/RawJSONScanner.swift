@@ -8,26 +8,28 @@ import Foundation
 /// var scanner = RawJSONScanner(Array(#"[1.50, "a"]"#.utf8))
 /// try scanner.value()   // 0..<11, the whole array
 /// ```
-struct RawJSONScanner {
+///
+/// Package access: DBWatchClient reads the sync protocol's batches with it.
+package struct RawJSONScanner {
     /// The JSON text, UTF-8.
-    let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// Where reading stands.
-    private(set) var offset = 0
+    package private(set) var offset = 0
     /// How deep arrays and objects may nest.
     static let maximumDepth = 512
 
     /// A scanner at the start of `bytes`.
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
     }
 
     /// The error at the current offset.
-    func error(_ reason: String) -> KeyedRowsError {
+    package func error(_ reason: String) -> KeyedRowsError {
         .invalidJSON(at: offset, reason)
     }
 
     /// Skips spaces, tabs and line breaks.
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while offset < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[offset]) { offset += 1 }
     }
 
@@ -45,14 +47,15 @@ struct RawJSONScanner {
     }
 
     /// Throws unless only whitespace is left.
-    mutating func expectEnd() throws(KeyedRowsError) {
+    package mutating func expectEnd() throws(KeyedRowsError) {
         skipWhitespace()
         guard offset == bytes.count else { throw error("expected the end of the text") }
     }
 
     /// Reads the elements of an array, calling `element` at the start of
     /// each (which must read one value).
-    mutating func array(_ element: (inout RawJSONScanner) throws(KeyedRowsError) -> Void) throws(KeyedRowsError) {
+    package mutating func array(_ element: (inout RawJSONScanner) throws(KeyedRowsError) -> Void) throws(KeyedRowsError)
+    {
         try expect(UInt8(ascii: "["))
         if consume(UInt8(ascii: "]")) { return }
         repeat {
@@ -63,7 +66,7 @@ struct RawJSONScanner {
 
     /// Reads the members of an object, calling `member` with each name
     /// (which must read the member's value).
-    mutating func object(_ member: (String, inout RawJSONScanner) throws(KeyedRowsError) -> Void)
+    package mutating func object(_ member: (String, inout RawJSONScanner) throws(KeyedRowsError) -> Void)
         throws(KeyedRowsError)
     {
         try expect(UInt8(ascii: "{"))
@@ -78,7 +81,7 @@ struct RawJSONScanner {
     }
 
     /// Reads a string and returns its text.
-    mutating func string() throws(KeyedRowsError) -> String {
+    package mutating func string() throws(KeyedRowsError) -> String {
         let range = try value()
         guard bytes[range.lowerBound] == UInt8(ascii: "\"") else { throw error("expected a string") }
         let inner = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
@@ -91,7 +94,7 @@ struct RawJSONScanner {
     }
 
     /// Reads a non-negative integer written without fraction or exponent.
-    mutating func index() throws(KeyedRowsError) -> Int {
+    package mutating func index() throws(KeyedRowsError) -> Int {
         let range = try value()
         let digits = bytes[range]
         guard digits.allSatisfy({ (0x30...0x39).contains($0) }),
@@ -102,7 +105,7 @@ struct RawJSONScanner {
     }
 
     /// Reads one value, after whitespace, and returns the range of its bytes.
-    mutating func value() throws(KeyedRowsError) -> Range<Int> {
+    package mutating func value() throws(KeyedRowsError) -> Range<Int> {
         skipWhitespace()
         let start = offset
         try skipValue(depth: 0)
@@ -110,7 +113,7 @@ struct RawJSONScanner {
     }
 
     /// Reads one value, after whitespace, and returns its bytes.
-    mutating func rawValue() throws(KeyedRowsError) -> Data {
+    package mutating func rawValue() throws(KeyedRowsError) -> Data {
         let range = try value()
         return Data(bytes[range])
     }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DBWatch
+import DBWatchClient
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,25 +1,33 @@
 /// Cuts a server-sent events stream into events as its bytes arrive, in
 /// pieces of any size (the HTML standard's parsing, for the fields DBWatch
-/// sends: `event`, `data`, `id`; comment lines are keep-alives).
+/// sends: `event`, `data`, `id`; comment lines are keep-alives). Shared
+/// by ``SyncClient`` and `dbwatch watch`.
 ///
 /// ```swift
 /// var parser = ServerSentEventParser()
 /// parser.feed(Array("id: 1-a\ndata: {}\n\n".utf8))   // [ServerSentEventParser.Event(type: nil, data: "{}", id: "1-a")]
 /// ```
-struct ServerSentEventParser {
+package struct ServerSentEventParser {
     /// One event.
-    struct Event: Equatable, Sendable {
+    package struct Event: Equatable, Sendable {
         /// The `event:` field; `nil` for a plain message (a value).
-        var type: String?
+        package var type: String?
         /// The `data:` lines, joined by newlines.
-        var data: String
+        package var data: String
         /// The `id:` field, if the event had one.
-        var id: String?
+        package var id: String?
+
+        /// An event of `type` (`nil`: a plain message) with `data` and `id`.
+        package init(type: String?, data: String, id: String?) {
+            self.type = type
+            self.data = data
+            self.id = id
+        }
     }
 
     /// The most an unfinished line may hold: a longer one is a broken
     /// stream, not a value to wait for.
-    let maximumLineLength: Int
+    package let maximumLineLength: Int
 
     private var line: [UInt8] = []
     private var pending = Event(type: nil, data: "", id: nil)
@@ -27,17 +35,17 @@ struct ServerSentEventParser {
     private var lastByteWasCarriageReturn = false
 
     /// A parser whose lines may hold `maximumLineLength` bytes.
-    init(maximumLineLength: Int = 256 << 20) {
+    package init(maximumLineLength: Int = 256 << 20) {
         self.maximumLineLength = maximumLineLength
     }
 
     /// A line longer than ``maximumLineLength``.
-    struct LineTooLong: Error, CustomStringConvertible {
-        var description: String { "the server sent an event line beyond the size limit" }
+    package struct LineTooLong: Error, CustomStringConvertible {
+        package var description: String { "the server sent an event line beyond the size limit" }
     }
 
     /// The events that `bytes` completes.
-    mutating func feed(_ bytes: some Sequence<UInt8>) throws -> [Event] {
+    package mutating func feed(_ bytes: some Sequence<UInt8>) throws -> [Event] {
         var events: [Event] = []
         for byte in bytes {
             if byte == 0x0A && lastByteWasCarriageReturn {
