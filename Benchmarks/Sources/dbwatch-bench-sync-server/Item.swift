@@ -23,3 +23,17 @@ struct ItemQuery: Queryable {
         try db.fetchAll(Item.self, sql: "SELECT id, round, text FROM item WHERE id = ?", arguments: [id])
     }
 }
+
+/// One item by `slot`, an indexed column that is not the key (each item's
+/// slot is its id): the same rows as ``ItemQuery``, but DBWatch's region of
+/// such a query is the whole `item` table, so every commit to `item`
+/// refetches every one of these queries (they find their value unchanged,
+/// but one fetch each).
+struct ItemBySlotQuery: Queryable {
+    static let defaultValue: [Item] = []
+    var slot: Int
+
+    func fetch(_ db: Database) throws -> [Item] {
+        try db.fetchAll(Item.self, sql: "SELECT id, round, text FROM item WHERE slot = ?", arguments: [slot])
+    }
+}

@@ -18,8 +18,7 @@ import Logging
 struct SyncBenchServer {
     static func main() async throws {
         let arguments = try SyncServerArguments(CommandLine.arguments.dropFirst())
-        let files = raiseFileLimit()
-        FileHandle.standardError.write(Data("dbwatch-bench-sync-server: open files limit \(files)\n".utf8))
+        _ = raiseFileLimit()
         var logger = Logger(label: "dbwatch-bench-sync-server")
         logger.logLevel = .error
         var configuration = Configuration()

@@ -7,7 +7,7 @@ import Hummingbird
 enum Routes {
     /// `GET /leaderboard/events`: the leaderboard as whole values (server-sent events).
     /// `GET /sync`, `POST /sync/:session`: the sync protocol, queries
-    /// `leaderboard` and `item` (parameter `id`).
+    /// `leaderboard`, `item` (parameter `id`) and `itemBySlot` (parameter `slot`).
     static func addLiveRoutes(to router: Router<BasicRequestContext>, live: LiveQueries) {
         router.get("leaderboard/events") { request, context in
             live.events(LeaderboardQuery(), for: request, context: context)
@@ -21,6 +21,11 @@ enum Routes {
                     throw LiveQueriesError.badRequest("item needs a numeric id")
                 }
                 return .identifiable(ItemQuery(id: id))
+            case "itemBySlot":
+                guard let slot = subscription.params["slot"].flatMap({ Int($0) }) else {
+                    throw LiveQueriesError.badRequest("itemBySlot needs a numeric slot")
+                }
+                return .identifiable(ItemBySlotQuery(slot: slot))
             default:
                 throw LiveQueriesError.unknownQuery(subscription.query)
             }

@@ -8,7 +8,9 @@ func createSchema(_ pool: DatabasePool, players: Int, items: Int) async throws {
             sql: """
                 CREATE TABLE IF NOT EXISTS player (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score INTEGER NOT NULL);
                 CREATE INDEX IF NOT EXISTS player_score ON player (score DESC, id);
-                CREATE TABLE IF NOT EXISTS item (id INTEGER PRIMARY KEY, round INTEGER NOT NULL, text TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS item (
+                    id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, round INTEGER NOT NULL, text TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS item_slot ON item (slot);
                 DELETE FROM player; DELETE FROM item;
                 """)
         for id in stride(from: 1, through: players, by: 1) {
@@ -17,7 +19,8 @@ func createSchema(_ pool: DatabasePool, players: Int, items: Int) async throws {
                 arguments: [id, "player \(id)", LeaderboardQuery.initialScore(of: id)])
         }
         for id in stride(from: 1, through: items, by: 1) {
-            try db.execute(sql: "INSERT INTO item (id, round, text) VALUES (?, 0, ?)", arguments: [id, Item.text(id)])
+            try db.execute(
+                sql: "INSERT INTO item (id, slot, round, text) VALUES (?, ?, 0, ?)", arguments: [id, id, Item.text(id)])
         }
     }
 }
