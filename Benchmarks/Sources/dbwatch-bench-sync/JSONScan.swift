@@ -32,6 +32,17 @@ enum JSONScan {
         return negative ? -value : value
     }
 
+    /// The integers right after every `marker`, in order.
+    static func integers(after marker: [UInt8], in bytes: ArraySlice<UInt8>) -> [Int] {
+        var values: [Int] = []
+        var rest = bytes
+        while let index = firstIndex(of: marker, in: rest) {
+            if let value = integer(after: marker, in: rest[index...]) { values.append(value) }
+            rest = rest[(index + marker.count)...]
+        }
+        return values
+    }
+
     /// The string right after the first `marker` (which ends with its opening quote), up to the closing quote.
     static func string(after marker: [UInt8], in bytes: ArraySlice<UInt8>) -> String? {
         guard let start = firstIndex(of: marker, in: bytes).map({ $0 + marker.count }),

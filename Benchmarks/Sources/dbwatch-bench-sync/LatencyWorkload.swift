@@ -2,12 +2,23 @@ import BenchProcess
 import NIOCore
 
 /// Workload 2: write-to-client latency against the number of distinct live
-/// queries. `queries` subscriptions of `item` by `id` (1…queries), spread
+/// queries. `queries` subscriptions of one item each (1…queries), spread
 /// over connections of `perConnection` subscriptions each; then commits
 /// each changing one random item, paced by a clock, each awaited until its
 /// batch arrives. Latency: from the commit (the server's clock, in the
 /// transaction) to the moment the batch's bytes reach the client.
 struct LatencyWorkload {
+    /// Which query each subscription is.
+    enum QueryShape: String {
+        /// `item`: `WHERE id = ?`, whose region is its one row.
+        case key
+        /// `itemBySlot`: `WHERE slot = ?`, whose region is the whole table.
+        case slot
+
+        var query: String { self == .key ? "item" : "itemBySlot" }
+        var parameter: String { self == .key ? "id" : "slot" }
+    }
+
     struct Measurement {
         var p50: Double
         var p99: Double
@@ -17,6 +28,7 @@ struct LatencyWorkload {
     }
 
     let server: String
+    let shape: QueryShape
     let perConnection: Int
     let commits: Int
     let warmUpCommits = 20
@@ -39,8 +51,8 @@ struct LatencyWorkload {
         let subscribeStart = nowNanoseconds()
         let messages = (0..<queries).map { query in
             SubscribeMessage(
-                session: recorder.session(of: query % connections) ?? "", id: "q\(query + 1)", query: "item",
-                params: ["id": "\(query + 1)"])
+                session: recorder.session(of: query % connections) ?? "", id: "q\(query + 1)", query: shape.query,
+                params: [shape.parameter: "\(query + 1)"])
         }
         try await postSubscriptions(messages, workers: 8, port: process.port, group: group)
         try await recorder.wait(for: "\(queries) snapshots", timeout: .seconds(300)) { $0.snapshots >= queries }

@@ -16,6 +16,7 @@ struct SyncBenchMain {
             if options.only.contains("cpu") { try await ServerCPUReport(options: options, group: group).run() }
             if options.only.contains("latency") { try await LatencyReport(options: options, group: group).run() }
             if options.only.contains("resume") { try await ResumeReport(options: options, group: group).run() }
+            if options.only.contains("storm") { try await StormReport(options: options, group: group).run() }
             print("load average at the end: \(SyncServerProcess.loadAverage)")
             try await group.shutdownGracefully()
         } catch {

@@ -31,6 +31,7 @@ final class StreamRecorder: EventStreamListener {
         var target = Int.max
         var receipts: [Int: UInt64] = [:]
         var kept: [Int: [[UInt8]]] = [:]
+        var batchTimes: [UInt64] = []
         var lastError = ""
     }
 
@@ -38,8 +39,11 @@ final class StreamRecorder: EventStreamListener {
     private let marker: [UInt8]
     /// Clients whose events are kept whole (``events(of:)``).
     private let keptClients: Set<Int>
+    /// Whether a batch's receipt is noted for every round it holds (a batch
+    /// of several subscriptions), not only its first.
+    private let readsEveryRound: Bool
 
-    init(clients: Int, marker: String, keepingEventsOf keptClients: Set<Int> = []) {
+    init(clients: Int, marker: String, keepingEventsOf keptClients: Set<Int> = [], readsEveryRound: Bool = false) {
         state = Mutex(
             State(
                 answered: Array(repeating: false, count: clients),
@@ -47,6 +51,7 @@ final class StreamRecorder: EventStreamListener {
                 latest: Array(repeating: Int.min, count: clients)))
         self.marker = Array(marker.utf8)
         self.keptClients = keptClients
+        self.readsEveryRound = readsEveryRound
     }
 
     func received(_ event: ServerEvent, client: Int, at time: UInt64) {
@@ -54,6 +59,8 @@ final class StreamRecorder: EventStreamListener {
         let session = name == "hello" ? JSONScan.string(after: Self.sessionField, in: event.data) : nil
         let round = name.isEmpty || name == "batch" ? JSONScan.integer(after: marker, in: event.data) : nil
         let snapshots = name == "batch" ? JSONScan.count(of: Self.snapshotKind, in: event.data) : 0
+        let otherRounds =
+            readsEveryRound && name == "batch" ? JSONScan.integers(after: marker, in: event.data).dropFirst() : []
         let kept = keptClients.contains(client) ? Array(event.data) : nil
         state.withLock { state in
             if !state.answered[client] {
@@ -68,6 +75,7 @@ final class StreamRecorder: EventStreamListener {
                 state.lastError = String(decoding: event.data, as: UTF8.self)
             }
             if let kept { state.kept[client, default: []].append(kept) }
+            if name == "batch" { state.batchTimes.append(time) }
             if let round {
                 if round > state.latest[client] || state.latest[client] == Int.min {
                     if state.latest[client] < state.target && round >= state.target { state.counts.reached += 1 }
@@ -75,6 +83,7 @@ final class StreamRecorder: EventStreamListener {
                 }
                 if state.receipts[round] == nil { state.receipts[round] = time }
             }
+            for other in otherRounds where state.receipts[other] == nil { state.receipts[other] = time }
         }
     }
 
@@ -94,6 +103,9 @@ final class StreamRecorder: EventStreamListener {
 
     /// The kept events of `client`, in order (their `data:` lines).
     func events(of client: Int) -> [[UInt8]] { state.withLock { $0.kept[client] ?? [] } }
+
+    /// When each batch arrived, all clients together, in arrival order.
+    var batchTimes: [UInt64] { state.withLock { $0.batchTimes } }
 
     /// The last `error` or `end` message received.
     var lastError: String { state.withLock { $0.lastError } }
