@@ -68,7 +68,8 @@ struct StormWorkload {
         try await recorder.wait(for: "the last round", timeout: .seconds(120)) { _ in
             recorder.receipt(of: commits) != nil
         }
-        let during = recorder.batchTimes.filter { $0 >= start && $0 <= end }
+        // Sorted: the two event loops' clients note their times before taking the recorder's lock.
+        let during = recorder.batchTimes.filter { $0 >= start && $0 <= end }.sorted()
         var gaps: [UInt64] = []
         var previous = start
         for time in during {
