@@ -77,7 +77,7 @@ final class StreamRecorder: EventStreamListener {
             if let kept { state.kept[client, default: []].append(kept) }
             if name == "batch" { state.batchTimes.append(time) }
             if let round {
-                if round > state.latest[client] || state.latest[client] == Int.min {
+                if round > state.latest[client] {
                     if state.latest[client] < state.target && round >= state.target { state.counts.reached += 1 }
                     state.latest[client] = round
                 }
