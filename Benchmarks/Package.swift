@@ -42,6 +42,15 @@ import PackageDescription
 //
 //     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-changes
 //     Benchmarks/.build/release/dbwatch-bench-changes --runs 101
+//
+// The sync protocol over HTTP (issue 26): server CPU per commit against
+// whole values, latency against the number of live queries, resume after
+// a minute. `dbwatch-bench-sync` starts `dbwatch-bench-sync-server`
+// processes and drives them:
+//
+//     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-sync-server
+//     swift build -c release --package-path Benchmarks --disable-default-traits --product dbwatch-bench-sync
+//     Benchmarks/.build/release/dbwatch-bench-sync --runs 3
 let package = Package(
     name: "DBWatchBenchmarks",
     traits: [
@@ -113,6 +122,27 @@ let package = Package(
             name: "dbwatch-bench-changes",
             dependencies: [
                 .product(name: "DBWatchHummingbird", package: "DBWatch")
+            ]
+        ),
+        // The sync protocol over HTTP (issue 26): a server with the whole-value
+        // route and the sync routes, and the client that drives it.
+        .executableTarget(
+            name: "dbwatch-bench-sync-server",
+            dependencies: [
+                "BenchProcess",
+                .product(name: "DBWatch", package: "DBWatch"),
+                .product(name: "DBWatchHummingbird", package: "DBWatch"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "dbwatch-bench-sync",
+            dependencies: [
+                "BenchProcess",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // The PostgreSQL replica of issue 19: commit-to-value latency and
