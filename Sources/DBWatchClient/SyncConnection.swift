@@ -162,7 +162,30 @@ final class SyncConnection: Sendable {
     /// Gives `handle` a new id in the current session and posts its
     /// `subscribe` (with its position, if it has one).
     private static func sendSubscribe(_ handle: Int, _ state: inout State) {
-        guard state.run?.session != nil, var subscriber = state.subscribers[handle] else { return }
+        guard let message = subscribeMessage(handle, &state) else { return }
+        post(message, handle: handle, &state)
+    }
+
+    /// Subscribes every subscription in one array (after a `hello`): the
+    /// server handles them together, so they enter one batch, as of one
+    /// position.
+    private static func sendSubscribeAll(_ state: inout State) {
+        let handles = state.subscribers.keys.sorted()
+        guard handles.count > 1 else {
+            if let handle = handles.first { sendSubscribe(handle, &state) }
+            return
+        }
+        let messages = handles.compactMap { subscribeMessage($0, &state) }
+        guard let session = state.run?.session, let posts = state.run?.posts,
+            let json = try? JSONSerialization.data(withJSONObject: messages, options: [.sortedKeys])
+        else { return }
+        // Each refusal comes on the stream too, with its subscription's id.
+        posts.yield(Post(session: session, json: json, handle: nil, serverID: nil))
+    }
+
+    /// Gives `handle` a new id in the current session; its `subscribe`.
+    private static func subscribeMessage(_ handle: Int, _ state: inout State) -> [String: Any]? {
+        guard state.run?.session != nil, var subscriber = state.subscribers[handle] else { return nil }
         state.nextServerID += 1
         let serverID = "s\(state.nextServerID)"
         subscriber.serverID = serverID
@@ -173,7 +196,7 @@ final class SyncConnection: Sendable {
             "type": "subscribe", "id": serverID, "query": subscriber.query, "params": subscriber.params,
         ]
         if let position = subscriber.position { message["position"] = position }
-        post(message, handle: handle, &state)
+        return message
     }
 
     /// Unsubscribes `handle`'s current id and subscribes it again.
@@ -332,7 +355,7 @@ final class SyncConnection: Sendable {
                 state.run?.posts = poster
                 state.run?.attempt = 0
                 state.byServerID = [:]
-                for handle in state.subscribers.keys.sorted() { Self.sendSubscribe(handle, &state) }
+                Self.sendSubscribeAll(&state)
             }
             logger.debug("Sync client connected", metadata: ["session": "\(session)"])
         case .batch(let position, let entries):

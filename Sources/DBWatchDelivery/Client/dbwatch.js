@@ -252,7 +252,8 @@ const closesWith = Symbol("closesWith");
 /**
  * A connection of the sync protocol (made by `connect`). It connects at
  * once, subscribes every subscription after each `hello` (with its
- * position), and reconnects with backoff when the stream ends, until
+ * position; all of them in one message, so that they enter one batch),
+ * and reconnects with backoff when the stream ends, until
  * `close()`.
  */
 export class Connection {
@@ -426,7 +427,7 @@ export class Connection {
         this.position = message.position ?? null;
         this.#attempt = 0;
         this.#setStatus("open");
-        for (const state of this.#states) this.#sendSubscribe(state);
+        this.#sendSubscribeAll();
         return;
       case "batch":
         if (this.#session !== null) this.#applyBatch(message);
@@ -495,12 +496,24 @@ export class Connection {
   }
 
   #sendSubscribe(state) {
+    this.#post(this.#subscribeMessage(state), state);
+  }
+
+  // After a hello: every subscription in one array, which the server
+  // handles together, so that all of them enter the same first batch.
+  #sendSubscribeAll() {
+    const messages = [...this.#states].map((state) => this.#subscribeMessage(state));
+    if (messages.length === 1) this.#post(messages[0], this.#byId.get(messages[0].id));
+    else if (messages.length > 1) this.#post(messages);
+  }
+
+  #subscribeMessage(state) {
     state.id = `s${++this.#nextId}`;
     state.synced = false;
     this.#byId.set(state.id, state);
     const message = { type: "subscribe", id: state.id, query: state.query, params: state.params, mode: state.mode };
     if (state.position !== null) message.position = state.position;
-    this.#post(message, state);
+    return message;
   }
 
   #resubscribe(state) {
@@ -550,6 +563,8 @@ export class Connection {
           }
           return;
         }
+        // An array's refusals come on the stream too, each with its id.
+        if (Array.isArray(message)) return;
         if (state !== undefined && !state.closed) this.#subscriptionError(state, error.body ?? { message: error.message, status: response.status });
         else this.#report(error);
       } catch (error) {

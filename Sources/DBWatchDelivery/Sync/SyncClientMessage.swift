@@ -19,18 +19,30 @@ enum SyncClientMessage: Sendable, Equatable {
         var position: String?
     }
 
-    /// Decodes one message; throws ``LiveQueriesError/badRequest(_:)``
-    /// saying what is wrong.
-    init(json: Data) throws(LiveQueriesError) {
+    /// Decodes one message, or a JSON array of messages (handled together:
+    /// see ``SyncSession/receive(_:)``); throws
+    /// ``LiveQueriesError/badRequest(_:)`` saying what is wrong.
+    static func messages(json: Data) throws(LiveQueriesError) -> [SyncClientMessage] {
         guard json.count <= Self.maximumSize else { throw .badRequest("the message is longer than 64 KiB") }
-        let fields: Fields
+        let isArray = json.first { ![UInt8(ascii: " "), 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "[")
+        let fields: [Fields]
         do {
-            fields = try JSONDecoder().decode(Fields.self, from: json)
+            fields =
+                isArray
+                ? try JSONDecoder().decode([Fields].self, from: json)
+                : [try JSONDecoder().decode(Fields.self, from: json)]
         } catch let error as DecodingError {
             throw .badRequest("bad message: \(ErrorBody.describe(error))")
         } catch {
             throw .badRequest("bad message: not JSON")
         }
+        guard !fields.isEmpty else { throw .badRequest("bad message: an empty array") }
+        var messages: [SyncClientMessage] = []
+        for message in fields { messages.append(try SyncClientMessage(fields: message)) }
+        return messages
+    }
+
+    private init(fields: Fields) throws(LiveQueriesError) {
         guard let id = fields.id, (1...64).contains(id.count) else {
             throw .badRequest("bad message: id must be 1 to 64 characters")
         }

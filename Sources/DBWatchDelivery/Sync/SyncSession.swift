@@ -55,6 +55,8 @@ package final class SyncSession: Sendable {
         /// most ``maximumPendingErrors``: a client that sends faster than it
         /// reads loses the oldest).
         var errors: [Frame] = []
+        /// Arrays of client messages being handled: no batch meanwhile.
+        var receiving = 0
 
         /// Whether a subscription other than `id` uses `feed`.
         func uses(_ feed: SyncFeed, besides id: String? = nil) -> Bool {
@@ -171,18 +173,41 @@ package final class SyncSession: Sendable {
 
     // MARK: - Client messages
 
-    /// Handles one client message (a WebSocket text message, or the body
-    /// of `POST /sync/ID`). A refused message is also sent on the
-    /// connection as an `error` message (with the subscription's `id`
-    /// when it names one).
+    /// Handles one client message, or an array of them (a WebSocket text
+    /// message, or the body of `POST /sync/ID`). A refused message is also
+    /// sent on the connection as an `error` message (with the
+    /// subscription's `id` when it names one); of an array, every message
+    /// is handled and the first refusal thrown.
+    ///
+    /// No batch is composed while an array is handled: the subscriptions
+    /// of a client that subscribes again after reconnecting, in one array,
+    /// all enter the next batch together, as of one position.
     package func receive(_ json: Data) async throws(LiveQueriesError) {
-        let message: SyncClientMessage
+        let messages: [SyncClientMessage]
         do {
-            message = try SyncClientMessage(json: json)
+            messages = try SyncClientMessage.messages(json: json)
         } catch {
             send(error, id: nil)
             throw error
         }
+        guard messages.count > 1 else { return try await handle(messages[0]) }
+        state.withLock { $0.receiving += 1 }
+        defer {
+            state.withLock { $0.receiving -= 1 }
+            feedDidMove()
+        }
+        var firstRefusal: LiveQueriesError?
+        for message in messages {
+            do throws(LiveQueriesError) {
+                try await handle(message)
+            } catch {
+                firstRefusal = firstRefusal ?? error
+            }
+        }
+        if let firstRefusal { throw firstRefusal }
+    }
+
+    private func handle(_ message: SyncClientMessage) async throws(LiveQueriesError) {
         switch message {
         case .unsubscribe(let id):
             // The feed is left only when no other subscription of this session uses it.
@@ -312,6 +337,8 @@ package final class SyncSession: Sendable {
     }
 
     private func batch(_ state: inout State, views: [String: SyncFeed.View]) -> Frame? {
+        // An array of messages is being handled: its subscriptions enter together.
+        guard state.receiving == 0 else { return nil }
         // The batch's position: the latest at which a value is known, so
         // that every value is known there if any position allows it.
         var target = state.position

@@ -97,6 +97,75 @@ struct SyncSessionTests {
         }
     }
 
+    /// The first `limit` items by score.
+    struct TopItems: Queryable {
+        static var defaultValue: [Item] { [] }
+        let limit: Int
+        func fetch(_ db: Database) throws -> [Item] { Array(try Items().fetch(db).prefix(limit)) }
+    }
+
+    /// Two subscriptions posted in one array (what a client sends when it
+    /// subscribes again after reconnecting) enter one batch together, even
+    /// when the first one's value is ready long before the second resolves:
+    /// the client never shows one as of a newer position than the other.
+    @Test func subscriptionsPostedInOneArrayEnterTheSameBatch() async throws {
+        try await withTimeout {
+            let database = try DatabaseQueue()
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
+                for id in 1...5 {
+                    try db.execute(sql: "INSERT INTO item (id, score) VALUES (?, ?)", arguments: [id, id])
+                }
+            }
+            let live = LiveQueries(database)
+            let resolving = Gate()
+            let laterAsked = Protected(false)
+            let resolve: @Sendable (SyncSubscription) async throws -> SyncQuery = { subscription in
+                if subscription.query == "later" {
+                    laterAsked.withLock { $0 = true }
+                    await resolving.wait()
+                }
+                return .identifiable(TopItems(limit: subscription.query == "later" ? 2 : 3))
+            }
+            let logger = Logger(label: "SyncSessionTests")
+            let session = try live.syncSession(
+                transport: .serverSentEvents, owner: SyncOwner(nil), logger: logger, resolve: resolve
+            ).get()
+            let written = Written()
+            let running = Task { try await session.run { frame in written.append(frame) } }
+            // Another connection of the first query: its batch says the
+            // shared feed has its value while the second query resolves.
+            let observer = try live.syncSession(
+                transport: .serverSentEvents, owner: SyncOwner(nil), logger: logger, resolve: resolve
+            ).get()
+            let observed = Written()
+            let observing = Task { try await observer.run { frame in observed.append(frame) } }
+            try await observer.receive(Data(#"{"type":"subscribe","id":"a","query":"first"}"#.utf8))
+            try await waitUntil { observed.batches.count == 1 }
+
+            let array =
+                #"[{"type":"subscribe","id":"a","query":"first"},"#
+                + #"{"type":"subscribe","id":"b","query":"later"}]"#
+            let receiving = Task { try await session.receive(Data(array.utf8)) }
+            // The first subscription is attached (its feed has a value), the
+            // second resolves; a commit moves the first.
+            try await waitUntil { laterAsked.withLock { $0 } }
+            try await database.write { db in try db.execute(sql: "UPDATE item SET score = 100 WHERE id = 1") }
+            try await waitUntil { observed.batches.count == 2 }
+            resolving.open()
+            try await receiving.value
+            try await waitUntil { !written.batches.isEmpty }
+            let first = try #require(written.batches.first?["changes"] as? [String: Any])
+            #expect(Set(first.keys) == ["a", "b"], "the first batch holds both: \(first.keys)")
+
+            session.clientLeft()
+            observer.clientLeft()
+            _ = try? await running.value
+            _ = try? await observing.value
+            await live.shutDown()
+        }
+    }
+
     /// Holds fetches while closed, each until it is let through: a test
     /// knows which fetch is in flight when it commits.
     final class FetchHold: Hashable, @unchecked Sendable {  // every field is read and written with `condition` locked
