@@ -42,6 +42,10 @@ package final class SyncSession: Sendable {
         let feed: SyncFeed
         let mode: SyncMode
         var held: Held
+        /// Batches wait for its first value (or error): its client shows
+        /// the other subscriptions at the position it resumes from, or it
+        /// came with others in one array, and they enter one batch.
+        let holdsBatches: Bool
         /// The generation of the last failure sent (see ``SyncFeed/Failure``).
         var failureSent = 0
     }
@@ -190,7 +194,7 @@ package final class SyncSession: Sendable {
             send(error, id: nil)
             throw error
         }
-        guard messages.count > 1 else { return try await handle(messages[0]) }
+        guard messages.count > 1 else { return try await handle(messages[0], together: false) }
         state.withLock { $0.receiving += 1 }
         defer {
             state.withLock { $0.receiving -= 1 }
@@ -199,7 +203,7 @@ package final class SyncSession: Sendable {
         var firstRefusal: LiveQueriesError?
         for message in messages {
             do throws(LiveQueriesError) {
-                try await handle(message)
+                try await handle(message, together: true)
             } catch {
                 firstRefusal = firstRefusal ?? error
             }
@@ -207,7 +211,9 @@ package final class SyncSession: Sendable {
         if let firstRefusal { throw firstRefusal }
     }
 
-    private func handle(_ message: SyncClientMessage) async throws(LiveQueriesError) {
+    /// Handles one message; `together`: one of an array, whose
+    /// subscriptions enter one batch.
+    private func handle(_ message: SyncClientMessage, together: Bool) async throws(LiveQueriesError) {
         switch message {
         case .unsubscribe(let id):
             // The feed is left only when no other subscription of this session uses it.
@@ -218,7 +224,7 @@ package final class SyncSession: Sendable {
             if let left { live.detach(self, from: left) }
         case .subscribe(let id, let subscription, let mode, let position):
             do {
-                try await subscribe(id, to: subscription, mode: mode, position: position)
+                try await subscribe(id, to: subscription, mode: mode, position: position, together: together)
             } catch {
                 logger.debug(
                     "Sync subscription refused",
@@ -233,7 +239,7 @@ package final class SyncSession: Sendable {
     }
 
     private func subscribe(
-        _ id: String, to subscription: SyncSubscription, mode: SyncMode, position: SyncPosition?
+        _ id: String, to subscription: SyncSubscription, mode: SyncMode, position: SyncPosition?, together: Bool
     ) async throws(LiveQueriesError) {
         let limit = live.configuration.syncMaxSubscriptions
         let refusal = state.withLock { state -> LiveQueriesError? in
@@ -265,7 +271,8 @@ package final class SyncSession: Sendable {
             // Checked again: other subscribes ran while this one resolved.
             if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
             if state.subscriptions.count >= limit { return .failure(.tooManySubscriptions(limit)) }
-            state.subscriptions[id] = Subscription(feed: feed, mode: mode, held: held)
+            state.subscriptions[id] = Subscription(
+                feed: feed, mode: mode, held: held, holdsBatches: position != nil || together)
             return .success(())
         }
         switch added {
@@ -345,9 +352,10 @@ package final class SyncSession: Sendable {
         var changed: [String] = []
         for (id, subscription) in state.subscriptions {
             guard let view = views[id], let current = view.current else {
-                // A subscription that resumes waits for its first value:
-                // the others must not move past the position its client shows.
-                if case .resuming = subscription.held, views[id]?.failure == nil { return nil }
+                // A subscription that resumes, or came in an array, waits for
+                // its first value: the others must not move past the position
+                // its client shows, or enter a batch without it.
+                if subscription.holdsBatches, views[id]?.failure == nil { return nil }
                 continue
             }
             switch subscription.held {
