@@ -96,7 +96,10 @@ public struct LiveQueriesConfiguration: Sendable {
 
     /// How long a shared sync subscription keeps observing, with its
     /// history, after its last client left: a client that reconnects
-    /// meanwhile resumes with the changes it missed. Default 2 minutes.
+    /// meanwhile resumes with the changes it missed. Default 2 minutes. A
+    /// lingering subscription counts against ``maxObservations`` but never
+    /// refuses a client: at that limit, the one left the longest ago stops
+    /// to make room for a query a client asks for.
     ///
     /// ```swift
     /// configuration.syncLinger = .seconds(30)

@@ -48,18 +48,28 @@ extension LiveQueries {
     /// under the registry's lock (so that an idle feed cannot stop in
     /// between); throws ``LiveQueriesError/tooManyObservations`` when that
     /// would make more observations than
-    /// ``LiveQueriesConfiguration/maxObservations``.
+    /// ``LiveQueriesConfiguration/maxObservations``. At that limit, the feed
+    /// that no client has used for the longest (one that lingers, see
+    /// ``LiveQueriesConfiguration/syncLinger``) stops to make room: a
+    /// lingering feed never refuses a client.
     func syncFeed(
         for query: SyncQuery, attaching session: SyncSession, logger: Logger
     ) throws(LiveQueriesError) -> SyncFeed {
         if let refusal = refusal() { throw refusal }
+        var evicted: SyncFeed?
+        defer { _ = evicted?.stop() }
         let found: (SyncFeed, isNew: Bool)? = state.withLock { state in
             if let feed = state.syncFeeds[query.key], !feed.isEnded {
                 feed.attach(session)
                 return (feed, false)
             }
             let others = state.observations.count + state.syncFeeds.count - (state.syncFeeds[query.key] == nil ? 0 : 1)
-            guard others < configuration.maxObservations else { return nil }
+            if others >= configuration.maxObservations {
+                let lingering = state.syncFeeds.values.compactMap { feed in feed.idleSince.map { (feed, $0) } }
+                guard let oldest = lingering.min(by: { $0.1 < $1.1 })?.0 else { return nil }
+                state.syncFeeds[oldest.key] = nil
+                evicted = oldest
+            }
             let feed = SyncFeed(key: query.key, name: query.name, historyLimit: configuration.syncHistoryBytes)
             feed.attach(session)
             state.syncFeeds[query.key] = feed

@@ -145,6 +145,11 @@ final class SyncFeed: Sendable {
         }
     }
 
+    /// Since when no session uses it; `nil` while one does.
+    var idleSince: ContinuousClock.Instant? {
+        state.withLock { $0.sessions.isEmpty ? $0.idleSince : nil }
+    }
+
     /// Whether no session has used it since `deadline`: it may stop.
     func isIdle(before deadline: ContinuousClock.Instant) -> Bool {
         state.withLock { state in

@@ -166,6 +166,43 @@ struct SyncSessionTests {
         }
     }
 
+    /// At the limit of observations, a subscription that lingers after its
+    /// client left gives way to a query a client asks for; one that a
+    /// client uses does not (the newcomer is refused).
+    @Test func aLingeringSubscriptionGivesWayAtTheLimitOfObservations() async throws {
+        try await withTimeout {
+            let database = try DatabaseQueue()
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
+                try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
+            }
+            var configuration = LiveQueriesConfiguration()
+            configuration.maxObservations = 1
+            configuration.syncLinger = .seconds(3600)
+            let live = LiveQueries(database, configuration: configuration)
+            let session = try live.syncSession(
+                transport: .serverSentEvents, owner: SyncOwner(nil), logger: Logger(label: "SyncSessionTests"),
+                resolve: { subscription in .identifiable(TopItems(limit: Int(subscription.query) ?? 1)) }
+            ).get()
+            let written = Written()
+            let running = Task { try await session.run { frame in written.append(frame) } }
+            try await session.receive(Data(#"{"type":"subscribe","id":"a","query":"1"}"#.utf8))
+            try await waitUntil { written.batches.count == 1 }
+            try await session.receive(Data(#"{"type":"unsubscribe","id":"a"}"#.utf8))
+            // The first query lingers: the second takes its place.
+            try await session.receive(Data(#"{"type":"subscribe","id":"b","query":"2"}"#.utf8))
+            try await waitUntil { written.batches.count == 2 }
+            #expect((written.batches[1]["changes"] as? [String: Any])?["b"] != nil)
+            // The second is in use: a third is refused.
+            await #expect(throws: LiveQueriesError.tooManyObservations) {
+                try await session.receive(Data(#"{"type":"subscribe","id":"c","query":"3"}"#.utf8))
+            }
+            session.clientLeft()
+            _ = try? await running.value
+            await live.shutDown()
+        }
+    }
+
     /// Holds fetches while closed, each until it is let through: a test
     /// knows which fetch is in flight when it commits.
     final class FetchHold: Hashable, @unchecked Sendable {  // every field is read and written with `condition` locked
