@@ -67,6 +67,22 @@ struct PageTests {
         }
     }
 
+    @Test("the badge says live, then reconnecting… once the server has shut down")
+    func statusFollowsTheConnection() async throws {
+        try await withTimeout(seconds: 180) {
+            try await HeadlessChromium.withPage { page in
+                try await TestServer.with { server in
+                    try await page.navigate(to: server.baseURL + "/")
+                    try await page.waitUntil(Self.state, equals: "live")
+                    try await page.waitUntil(Self.count, equals: "4 players")
+                }
+                // Shut down gracefully: the stream ended, and no server answers the new attempts.
+                try await page.waitUntil(Self.state, equals: "reconnecting…")
+                #expect(try await page.evaluate(Self.shownNames) == #""Arthur,Barbara,Craig,Diane""#)
+            }
+        }
+    }
+
     @Test("?limit=2 shows the best two; a limit the server refuses shows its error")
     func limitFromTheAddress() async throws {
         try await withTimeout(seconds: 180) {
