@@ -2,8 +2,10 @@
 import PackageDescription
 
 // The leaderboard of `dbwatch demo`, live in a browser: DBWatch's
-// Hummingbird integration serving one query as JSON, server-sent events and
-// a WebSocket. Depends on DBWatch by path, so it builds against this checkout.
+// Hummingbird integration serving its page over the sync protocol (keyed
+// changes, with `/dbwatch.js`), and the leaderboard as JSON, server-sent
+// events and a WebSocket. Depends on DBWatch by path, so it builds against
+// this checkout.
 let package = Package(
     name: "LeaderboardServer",
     dependencies: [

@@ -25,7 +25,12 @@ public struct LeaderboardConfiguration: Sendable {
 
 /// The leaderboard server: opens and migrates the database, then serves
 ///
-/// - `GET /`: a page showing the live leaderboard,
+/// - `GET /`: a page showing the live leaderboard and the number of players,
+///   on one connection of the sync protocol (`/dbwatch.js`),
+/// - `GET /sync` and `POST /sync/:session`: the sync protocol, serving the
+///   queries `leaderboard` (keyed by name; parameter `limit`, 0 to 100,
+///   10 by default) and `players` (the number of players, whole values),
+/// - `GET /dbwatch.js`: the sync protocol's JavaScript client,
 /// - `GET /leaderboard`: the leaderboard as JSON,
 /// - `GET /leaderboard/events`: the leaderboard as server-sent events,
 /// - `/leaderboard/socket`: the leaderboard on a WebSocket (send `{"limit": 3}`),
@@ -64,6 +69,12 @@ public func buildApplication(
             status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: page)))
     }
+    // The page's queries, on one connection per page: each commit that
+    // changes them arrives as one batch, the leaderboard as keyed changes.
+    live.addSyncRoutes(to: router) { subscription, _, _ in
+        try syncQuery(for: subscription)
+    }
+    live.addJavaScriptClientRoute(to: router)
     router.get("leaderboard") { _, context in
         await live.current(TopPlayers(), context: context)
     }
@@ -107,6 +118,24 @@ public func buildApplication(
         services: [live],  // stopped after the server: ends the streams, then closes the database
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger)
+}
+
+/// What a subscription of the sync protocol observes: `leaderboard`
+/// (`limit`: 0 to 100, 10 by default) keyed by the players' names, or
+/// `players`, whole.
+func syncQuery(for subscription: SyncSubscription) throws -> SyncQuery {
+    switch subscription.query {
+    case "leaderboard":
+        let limit = Int(subscription.params["limit"] ?? "10")
+        guard let limit, (0...100).contains(limit) else {
+            throw LiveQueriesError.badRequest("limit is an integer from 0 to 100")
+        }
+        return .identifiable(TopPlayers(limit: limit))
+    case "players":
+        return .wholeValues(PlayerCount())
+    default:
+        throw LiveQueriesError.unknownQuery(subscription.query)
+    }
 }
 
 /// The body of `POST /players/:name/score`.

@@ -14,7 +14,7 @@ struct TestServer: Sendable {
     /// Runs `body` against a new server, then shuts it down gracefully and
     /// removes its database.
     static func with<T: Sendable>(
-        tokens: [String: Viewer] = [:], _ body: @Sendable (TestServer) async throws -> T
+        tokens: [String: Viewer] = [:], _ body: (TestServer) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("LeaderboardAppTests-\(UUID().uuidString)")
