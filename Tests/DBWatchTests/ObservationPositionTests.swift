@@ -12,43 +12,54 @@ struct ObservationPositionTests {
     static let schema = "CREATE TABLE t (id INTEGER PRIMARY KEY); CREATE TABLE u (id INTEGER PRIMARY KEY)"
     static let count = IntRequest("SELECT count(*) FROM t")
 
-    /// Every commit after the first result inserts one row: a result at
-    /// position `p` holds exactly the commits up to `p` when its count is
-    /// `p - p0`. The readers of a pool fetch while the writer commits, so
-    /// that snapshots are taken while commits become visible.
+    /// Observes the count of `t` while `insert` adds `inserts` rows, one per
+    /// commit, after the first result; checks that each result at position
+    /// `p` counts exactly the commits up to `p` (`p - p0`) and that
+    /// positions never decrease. Returns how many elements came.
+    func expectCountsMatchPositions(
+        in database: any DatabaseWriter, inserts: Int, insert: () async throws -> Void
+    ) async throws -> Int {
+        let observed = Protected<[(count: Int?, position: UInt64)]>([])
+        let consumer = Task {
+            for await element in database.observe(Self.count).positioned {
+                let count = element.result.map { try? $0.get() } ?? nil
+                observed.withLock { $0.append((count, element.position)) }
+                if count == inserts { return }
+            }
+        }
+        defer { consumer.cancel() }
+        try await waitUntil { !observed.withLock { $0.isEmpty } }
+        try await insert()
+        await consumer.value
+        let elements = observed.withLock { $0 }
+        let first = try #require(elements.first)
+        #expect(first.count == 0)
+        var current = 0
+        var lastPosition = first.position
+        for element in elements.dropFirst() {
+            #expect(element.position >= lastPosition, "positions never decrease")
+            lastPosition = element.position
+            if let count = element.count { current = count }
+            #expect(
+                UInt64(current) == element.position - first.position,
+                "count \(current) at position \(element.position), first at \(first.position)")
+        }
+        #expect(current == inserts)
+        return elements.count
+    }
+
+    /// Every commit after the first result inserts one row. The readers of
+    /// a pool fetch while the writer commits, so that snapshots are taken
+    /// while commits become visible.
     @Test(arguments: DatabaseKind.queueAndPool)
     func aResultHoldsExactlyTheCommitsUpToItsPosition(kind: DatabaseKind) async throws {
         try await withDatabase(kind, schema: Self.schema) { database in
             try await withTimeout {
-                let inserts = 300
-                let observed = Protected<[(count: Int?, position: UInt64)]>([])
-                let consumer = Task {
-                    for await element in database.observe(Self.count).positioned {
-                        let count = element.result.map { try? $0.get() } ?? nil
-                        observed.withLock { $0.append((count, element.position)) }
-                        if count == inserts { return }
+                _ = try await expectCountsMatchPositions(in: database, inserts: 300) {
+                    for _ in 0..<300 {
+                        try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
                     }
                 }
-                defer { consumer.cancel() }
-                try await waitUntil { !observed.withLock { $0.isEmpty } }
-                for _ in 0..<inserts {
-                    try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
-                }
-                await consumer.value
-                let elements = observed.withLock { $0 }
-                let first = try #require(elements.first)
-                #expect(first.count == 0)
-                var current = 0
-                var lastPosition = first.position
-                for element in elements.dropFirst() {
-                    #expect(element.position >= lastPosition, "positions never decrease")
-                    lastPosition = element.position
-                    if let count = element.count { current = count }
-                    #expect(
-                        UInt64(current) == element.position - first.position,
-                        "count \(current) at position \(element.position), first at \(first.position)")
-                }
-                #expect(current == inserts)
             }
         }
     }
@@ -59,31 +70,12 @@ struct ObservationPositionTests {
     @Test func aResultHoldsExactlyTheCommitsUpToItsPositionWhileTheWriterNeverPauses() async throws {
         try await withDatabase(.pool, schema: Self.schema) { database in
             try await withTimeout {
-                let inserts = 10_000
-                let observed = Protected<[(count: Int?, position: UInt64)]>([])
-                let consumer = Task {
-                    for await element in database.observe(Self.count).positioned {
-                        let count = element.result.map { try? $0.get() } ?? nil
-                        observed.withLock { $0.append((count, element.position)) }
-                        if count == inserts { return }
+                let elements = try await expectCountsMatchPositions(in: database, inserts: 10_000) {
+                    try await database.writeWithoutTransaction { db in
+                        for _ in 0..<10_000 { try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
                     }
                 }
-                defer { consumer.cancel() }
-                try await waitUntil { !observed.withLock { $0.isEmpty } }
-                try await database.writeWithoutTransaction { db in
-                    for _ in 0..<inserts { try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
-                }
-                await consumer.value
-                let elements = observed.withLock { $0 }
-                let first = try #require(elements.first)
-                var current = 0
-                for element in elements.dropFirst() {
-                    if let count = element.count { current = count }
-                    #expect(
-                        UInt64(current) == element.position - first.position,
-                        "count \(current) at position \(element.position), first at \(first.position)")
-                }
-                #expect(elements.count > 2, "results came while the writer committed")
+                #expect(elements > 2, "results came while the writer committed")
             }
         }
     }
