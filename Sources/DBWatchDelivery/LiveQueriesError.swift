@@ -84,6 +84,13 @@ public struct LiveQueriesError: Error, Sendable, Hashable, CustomStringConvertib
     package static let positionTooOld = LiveQueriesError(
         code: .positionTooOld, message: "the history no longer holds this position: fetch the whole value")
 
+    /// A catch-up asked from a position the server cannot bring forward (of
+    /// another epoch, later than the server's, or whose value it does not
+    /// know): 410, reason `positionTooOld`, with `message` saying which.
+    package static func positionUnknown(_ message: String) -> LiveQueriesError {
+        LiveQueriesError(code: .positionTooOld, message: message)
+    }
+
     /// The server is shutting down: 503.
     ///
     /// ```swift

@@ -11,10 +11,13 @@ extension LiveQueries {
     /// Adds the sync protocol's routes over server-sent events (see
     /// "The Sync Protocol" in DBWatchDelivery): `GET /PATH` opens a connection, `POST
     /// /PATH/SESSION` carries its client's `subscribe` and `unsubscribe`
-    /// messages. `resolve` turns each subscription into a `SyncQuery`
+    /// messages, and `GET /PATH/queries/NAME?PARAMS&since=POSITION` is the
+    /// catch-up over plain HTTP (see ``syncCatchUp(for:context:shared:resolve:)``).
+    /// `resolve` turns each subscription into a `SyncQuery`
     /// (throw `LiveQueriesError.unknownQuery(_:)` for a name you do not
     /// serve); `owner` names who opens a connection (a user id), so that
-    /// only the same may post to it.
+    /// only the same may post to it. A catch-up with an owner, or with an
+    /// `Authorization` or `Cookie` header, is not for shared caches.
     ///
     /// ```swift
     /// live.addSyncRoutes(to: router) { subscription, request, context in
@@ -38,6 +41,50 @@ extension LiveQueries {
         router.post(RouterPath(path + "/:session")) { [self] request, context in
             await syncMessage(request, context: context, owner: owner(request, context))
         }
+        router.get(RouterPath(path + "/queries/:name")) { [self] request, context in
+            let shared =
+                owner(request, context) == nil && request.headers[.authorization] == nil
+                && request.headers[.cookie] == nil
+            return await syncCatchUp(for: request, context: context, shared: shared) {
+                try await resolve($0, request, context)
+            }
+        }
+    }
+
+    /// The answer to `GET /PATH/queries/:name?PARAMS&since=POSITION`, the
+    /// sync protocol's catch-up over plain HTTP (see "Catching up over plain
+    /// HTTP" in DBWatchDelivery), for a server that adds its own routes: the
+    /// keyed changes of the query named by the path's `name` with the query
+    /// string's parameters (all but `since`), from `since` on, in steps.
+    ///
+    /// ```swift
+    /// router.get("sync/queries/:name") { request, context in
+    ///     await live.syncCatchUp(for: request, context: context, shared: true) { subscription in
+    ///         .identifiable(TopPlayers(limit: Int(subscription.params["n"] ?? "") ?? 10))
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The request; its path's `name` parameter names the query.
+    ///   - context: Its context (logger, path parameters).
+    ///   - shared: Whether the answer is the same whoever asks (no
+    ///     credentials decide what the query returns): a complete answer is
+    ///     then `Cache-Control: public`, else `private`.
+    ///   - resolve: Turns the subscription into a `SyncQuery`, as for
+    ///     ``addSyncRoutes(to:path:owner:resolve:)``.
+    public func syncCatchUp(
+        for request: Request, context: some RequestContext, shared: Bool,
+        resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
+    ) async -> Response {
+        var params: [String: String] = [:]
+        var since: String?
+        for (name, value) in request.uri.queryParameters {
+            if name == "since" { since = String(value) } else { params[String(name)] = String(value) }
+        }
+        let subscription = SyncSubscription(query: context.parameters.get("name") ?? "", params: params)
+        return Response(
+            await syncCatchUp(subscription, since: since, shared: shared, logger: context.logger, resolve: resolve))
     }
 
     /// The answer to `POST /PATH/:session` (see ``addSyncRoutes(to:path:owner:resolve:)``),

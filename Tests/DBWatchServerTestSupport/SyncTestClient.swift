@@ -143,3 +143,49 @@ public struct SyncResults {
         (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])) ?? Data()
     }
 }
+
+/// An answer to the catch-up over plain HTTP (`GET /sync/queries/NAME?PARAMS&since=POSITION`):
+/// its status, headers and bytes, and its fields when it is a 200.
+public struct CatchUpAnswer: Sendable {
+    public let status: Int
+    /// Header fields by lowercased name.
+    public let headers: [String: String]
+    public let body: String
+
+    /// The request that gives it: the query, its parameters and `since`.
+    public static func fetch(
+        _ baseURL: String, query: String, params: [String: String] = [:], since: String?,
+        headers: [(String, String)] = []
+    ) async throws -> CatchUpAnswer {
+        var items = params.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+        if let since { items.append(URLQueryItem(name: "since", value: since)) }
+        var components = URLComponents()
+        components.queryItems = items
+        let answer = try await DBWatchServerTestSupport.fetch(
+            "\(baseURL)/sync/queries/\(query)\(items.isEmpty ? "" : "?" + (components.percentEncodedQuery ?? ""))",
+            headers: headers)
+        return CatchUpAnswer(status: answer.status, headers: answer.headers, body: answer.body)
+    }
+
+    private var object: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// `position`: where the client stands once it applied the steps.
+    public var position: String? { object["position"] as? String }
+    /// `complete`: the answer never changes.
+    public var complete: Bool? { object["complete"] as? Bool }
+    /// The error's `reason`.
+    public var reason: String? { object["reason"] as? String }
+    /// The number of steps.
+    public var stepCount: Int { (object["steps"] as? [Any])?.count ?? -1 }
+
+    /// `rows` with every step applied, in order.
+    public func applied(to rows: KeyedRows) throws -> KeyedRows {
+        var rows = rows
+        for step in object["steps"] as? [[String: Any]] ?? [] {
+            rows = try rows.applying(KeyedChanges(json: SyncResults.json(step)))
+        }
+        return rows
+    }
+}

@@ -75,4 +75,64 @@ struct ServeSyncEndToEndTests {
             #expect(script.status == 200 && script.body.contains("export function connect"))
         }
     }
+    @Test(.hangLimit(minutes: 1))
+    func aCatchUpOverPlainHTTPBringsAClientForwardAndItsCompleteAnswersNeverChange() async throws {
+        try await withTemporaryDirectory { scratch in
+            let path = try makePlayers(in: scratch)
+            let (run, url) = try await serve(path, ["--query", Self.top])
+            defer { run.kill() }
+            // A subscriber keeps the query observed and tells each commit's value.
+            let client = try await SyncTestClient.connect(url)
+            try await client.subscribe("top", to: "top", params: ["n": "2"])
+            var results = SyncResults()
+            let first = try await client.next()
+            try results.apply(first)
+            var valueAt = [try #require(first.sequence): try #require(results.results["top"])]
+            var last = first
+            for score in [200, 300, 400, 500, 600] {
+                try write("UPDATE player SET score = \(score) WHERE name = 'Craig'", on: path)
+                last = try await client.next()
+                try results.apply(last)
+                valueAt[try #require(last.sequence)] = try #require(results.results["top"])
+            }
+            let epoch = try #require(first.position?.split(separator: "/").first)
+            let final = try #require(results.results["top"])
+
+            // From each position a client may hold: complete answers, then one that is not.
+            var complete = 0
+            for (start, value) in valueAt {
+                var held = value
+                var since = "\(epoch)/\(start)"
+                for _ in 0..<70 {
+                    let answer = try await CatchUpAnswer.fetch(url, query: "top", params: ["n": "2"], since: since)
+                    #expect(answer.status == 200, "\(answer.body)")
+                    held = try answer.applied(to: held)
+                    guard answer.complete == true else {
+                        #expect(answer.headers["cache-control"] == "no-store")
+                        #expect(answer.position == last.position)
+                        break
+                    }
+                    complete += 1
+                    #expect(answer.headers["cache-control"] == "public, max-age=31536000, immutable")
+                    let again = try await CatchUpAnswer.fetch(url, query: "top", params: ["n": "2"], since: since)
+                    #expect(again.body == answer.body, "a complete answer never changes")
+                    since = try #require(answer.position)
+                }
+                #expect(held == final, "from \(start): the steps give the subscriber's value")
+            }
+            #expect(complete >= 1)
+
+            let unknown = try await CatchUpAnswer.fetch(url, query: "nope", since: last.position)
+            #expect(unknown.status == 404 && unknown.reason == "unknownQuery")
+            let bad = try await CatchUpAnswer.fetch(url, query: "top", params: ["n": "2"], since: "1042")
+            #expect(bad.status == 400 && bad.reason == "badRequest")
+            let missing = try await CatchUpAnswer.fetch(url, query: "top", since: last.position)
+            #expect(missing.status == 400, "a missing parameter")
+            let sequence = try #require(last.sequence)
+            let other = try await CatchUpAnswer.fetch(
+                url, query: "top", params: ["n": "2"], since: "another-epoch/\(sequence)")
+            #expect(other.status == 410 && other.reason == "positionTooOld")
+            #expect(other.headers["cache-control"] == "no-store")
+        }
+    }
 }

@@ -51,17 +51,22 @@ extension LiveQueries {
     /// ``LiveQueriesConfiguration/maxObservations``. At that limit, the feed
     /// that no client has used for the longest (one that lingers, see
     /// ``LiveQueriesConfiguration/syncLinger``) stops to make room: a
-    /// lingering feed never refuses a client.
+    /// lingering feed never refuses a client. Without a session (a
+    /// catch-up request), a feed no session uses is idle from now: it
+    /// lingers for ``LiveQueriesConfiguration/syncLinger``, so that the
+    /// next catch-up finds its history.
     func syncFeed(
-        for query: SyncQuery, attaching session: SyncSession, logger: Logger
+        for query: SyncQuery, attaching session: SyncSession?, logger: Logger
     ) throws(LiveQueriesError) -> SyncFeed {
         if let refusal = refusal() { throw refusal }
+        let now = ContinuousClock.now
         var evicted: SyncFeed?
         defer { _ = evicted?.stop() }
-        let found: (SyncFeed, isNew: Bool)? = state.withLock { state in
+        let found: (SyncFeed, isNew: Bool, isIdle: Bool)? = state.withLock { state in
             if let feed = state.syncFeeds[query.key], !feed.isEnded {
+                guard let session else { return (feed, false, feed.touch(now: now)) }
                 feed.attach(session)
-                return (feed, false)
+                return (feed, false, false)
             }
             let others = state.observations.count + state.syncFeeds.count - (state.syncFeeds[query.key] == nil ? 0 : 1)
             if others >= configuration.maxObservations {
@@ -71,11 +76,12 @@ extension LiveQueries {
                 evicted = oldest
             }
             let feed = SyncFeed(key: query.key, name: query.name, historyLimit: configuration.syncHistoryBytes)
-            feed.attach(session)
             state.syncFeeds[query.key] = feed
-            return (feed, true)
+            guard let session else { return (feed, true, feed.touch(now: now)) }
+            feed.attach(session)
+            return (feed, true, false)
         }
-        guard let (feed, isNew) = found else {
+        guard let (feed, isNew, isIdle) = found else {
             counters.observationsRefused.add(1, ordering: .relaxed)
             throw .tooManyObservations
         }
@@ -83,6 +89,7 @@ extension LiveQueries {
             feed.setTask(Task { [self] in await query.run(self, feed) })
             logger.debug("Sync query observed", metadata: [LogKey.request: "\(query.name)"])
         }
+        if isIdle { stopAfterLinger(feed) }
         return feed
     }
 
@@ -90,6 +97,12 @@ extension LiveQueries {
     /// ``LiveQueriesConfiguration/syncLinger``, it stops.
     func detach(_ session: SyncSession, from feed: SyncFeed) {
         guard feed.detach(session, now: .now) else { return }
+        stopAfterLinger(feed)
+    }
+
+    /// Stops `feed` after ``LiveQueriesConfiguration/syncLinger`` if no
+    /// session or catch-up used it meanwhile.
+    private func stopAfterLinger(_ feed: SyncFeed) {
         let linger = configuration.syncLinger
         Task { [weak self, weak feed] in
             try? await Task.sleep(for: linger)

@@ -102,8 +102,16 @@ final class SyncFeed: Sendable {
         var probe: ObservationProbe?
         var task: Task<Void, Never>?
         var ended: ClientFinish?
-        /// When the last session left, while none came back.
+        /// When the last session left, while none came back (or when a
+        /// catch-up request used a feed no session uses).
         var idleSince: ContinuousClock.Instant?
+        /// Catch-up requests waiting for the first fetch to end.
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// ``stop()`` ran: no fetch comes.
+        var stopped = false
+
+        /// Whether the first fetch ended (a value, a failure, the end).
+        var hasFetched: Bool { current != nil || failure != nil || ended != nil }
     }
 
     let key: SubscriptionKey
@@ -135,6 +143,40 @@ final class SyncFeed: Sendable {
         }
     }
 
+    /// A catch-up request used the feed: when no session uses it, it is
+    /// idle from now (it lingers as after its last session left). Returns
+    /// whether it is idle.
+    func touch(now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard state.sessions.isEmpty else { return false }
+            state.idleSince = now
+            return true
+        }
+    }
+
+    /// Returns once the feed's first fetch ended (with a value, a failure,
+    /// or the end of the feed), or the feed stopped. Not cancellable: a
+    /// fetch ends, or the feed stops after lingering.
+    func firstFetch() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiting = state.withLock { state in
+                guard !state.hasFetched, !state.stopped else { return false }
+                state.waiters.append(continuation)
+                return true
+            }
+            if !waiting { continuation.resume() }
+        }
+    }
+
+    /// Resumes the catch-up requests waiting for the first fetch.
+    private func wakeWaiters() {
+        let waiters = state.withLock { state in
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// Removes a session; returns whether none is left.
     func detach(_ session: SyncSession, now: ContinuousClock.Instant) -> Bool {
         state.withLock { state in
@@ -158,14 +200,25 @@ final class SyncFeed: Sendable {
         }
     }
 
+    /// Keeps the observation's task; cancels it when the feed already
+    /// stopped (a catch-up's feed may stop before its task is set).
     func setTask(_ task: Task<Void, Never>) {
-        state.withLock { $0.task = task }
+        let stopped = state.withLock { state in
+            if !state.stopped { state.task = task }
+            return state.stopped
+        }
+        if stopped { task.cancel() }
     }
 
     /// Stops the observation; returns its task to await.
     func stop() -> Task<Void, Never>? {
-        let task = state.withLock { $0.task.take() }
+        let (task, waiters) = state.withLock { state in
+            defer { state.waiters = [] }
+            state.stopped = true
+            return (state.task.take(), state.waiters)
+        }
         task?.cancel()
+        for waiter in waiters { waiter.resume() }
         return task
     }
 
@@ -215,21 +268,28 @@ final class SyncFeed: Sendable {
     /// A new value at `position`: its changes from the previous one join
     /// the history (computed outside the lock: this task alone writes values).
     private func publish(_ value: SyncValue, at position: UInt64, historyLimit: Int) {
-        let previous = state.withLock { ($0.current, $0.failure != nil) }
+        let previous = state.withLock { ($0.current, $0.failure != nil, $0.lastPosition, $0.probe) }
         let next = Current(value, at: position)
         var step: SyncHistory.Step?
         if let old = previous.0 {
+            // The old value held from its last known position up to the
+            // first commit since that touched the query, as far as the
+            // center's log still tells (else: at its last position only).
+            let last = max(previous.2, old.position)
+            let change = previous.3?.firstPossibleChange(after: last) ?? .max
+            let until = min(change == .max ? last &+ 1 : max(change, last &+ 1), position)
             if let oldRows = old.value.rows, let newRows = value.rows {
                 let changes = KeyedChanges.between(oldRows, newRows)
                 if changes.isEmpty, !previous.1 {
                     // Equal rows (a value that is not Equatable): unchanged.
                     return advance(to: position)
                 }
-                step = SyncHistory.Step(from: old.position, to: position, changes: Array(changes.encodedJSON()))
+                step = SyncHistory.Step(
+                    from: old.position, to: position, until: until, changes: Array(changes.encodedJSON()))
             } else if let oldJSON = old.wholeJSON, oldJSON == next.wholeJSON, !previous.1 {
                 return advance(to: position)
             } else {
-                step = SyncHistory.Step(from: old.position, to: position, changes: nil)
+                step = SyncHistory.Step(from: old.position, to: position, until: until, changes: nil)
             }
         }
         let sessions = state.withLock { state in
@@ -239,6 +299,7 @@ final class SyncFeed: Sendable {
             state.failure = nil
             return Array(state.sessions.values)
         }
+        wakeWaiters()
         for session in sessions { session.feedDidMove() }
     }
 
@@ -249,6 +310,7 @@ final class SyncFeed: Sendable {
             state.lastPosition = max(state.lastPosition, position)
             return Array(state.sessions.values)
         }
+        wakeWaiters()
         for session in sessions { session.feedDidMove() }
     }
 
@@ -259,6 +321,7 @@ final class SyncFeed: Sendable {
             state.ended = reason
             return Array(state.sessions.values)
         }
+        wakeWaiters()
         for session in sessions { session.feedDidEnd(reason) }
     }
 }

@@ -7,6 +7,12 @@ struct SyncHistory {
     struct Step {
         let from: UInt64
         let to: UInt64
+        /// The value at `from` is the value at every position from `from`
+        /// up to, not including, this one (at most `to`): the first commit
+        /// after it that touched what the query reads, as far as the feed
+        /// knew when it published the next value. Between it and `to` the
+        /// value is not known.
+        let until: UInt64
         /// The keyed changes as JSON (`{"delete":…,"upsert":…}`); `nil`
         /// when no changes exist between the two values (one of them has no
         /// key): a client must take a snapshot.
@@ -70,16 +76,42 @@ struct SyncHistory {
     func between(_ position: UInt64, current: UInt64) -> Between {
         if position >= current { return .upToDate }
         guard head < steps.count, steps[head].from <= position else { return .tooOld }
-        // The first step that ends after `position`: the value at
-        // `position` is the one that step starts from.
+        let slice = steps[firstEnding(after: position)...]
+        if slice.contains(where: { $0.changes == nil }) { return .reset }
+        return .steps(slice)
+    }
+
+    /// The steps that take a client holding the value as of `position` to
+    /// the value at `end` (later than `position`), when the history knows
+    /// the value at `end` exactly; `nil` when it does not (`end` lies
+    /// between a value's last known position and the next fetch, or after
+    /// `currentUntil`). `current` is the latest value's position, and
+    /// `currentUntil` the first position at which it may no longer be the
+    /// value (or just past the database's position).
+    func between(_ position: UInt64, end: UInt64, current: UInt64, currentUntil: UInt64) -> Between? {
+        if end >= current {
+            return end < currentUntil ? between(position, current: current) : nil
+        }
+        // The step whose span holds `end`: the value there is the one it
+        // starts from, if `end` comes before its `until`.
+        let last = firstEnding(after: end)
+        guard last < steps.count, steps[last].from <= end, end < steps[last].until else { return nil }
+        if position >= steps[last].from { return .upToDate }
+        guard head < steps.count, steps[head].from <= position else { return .tooOld }
+        let slice = steps[firstEnding(after: position)..<last]
+        if slice.contains(where: { $0.changes == nil }) { return .reset }
+        return .steps(slice)
+    }
+
+    /// The index of the first step that ends after `position` (the value at
+    /// `position` is the one that step starts from); `steps.count` for none.
+    private func firstEnding(after position: UInt64) -> Int {
         var low = head
         var high = steps.count
         while low < high {
             let middle = (low + high) / 2
             if steps[middle].to <= position { low = middle + 1 } else { high = middle }
         }
-        let slice = steps[low...]
-        if slice.contains(where: { $0.changes == nil }) { return .reset }
-        return .steps(slice)
+        return low
     }
 }

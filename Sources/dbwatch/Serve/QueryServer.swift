@@ -149,6 +149,15 @@ final class QueryServer: Sendable {
         router.post("sync/:session") { [self] request, context in
             await live.syncMessage(request, context: context, owner: context.identity.connectionOwner)
         }
+        // The catch-up over plain HTTP: shared caches may keep complete
+        // answers only when no credentials decide what a query returns.
+        router.get("sync/queries/:name") { [self] request, context in
+            let identity = context.identity
+            return await live.syncCatchUp(for: request, context: context, shared: identity == .anonymous) {
+                [self] subscription in
+                try syncQuery(subscription, identity: identity)
+            }
+        }
         live.addJavaScriptClientRoute(to: router)
         return router
     }
