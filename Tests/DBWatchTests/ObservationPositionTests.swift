@@ -80,6 +80,57 @@ struct ObservationPositionTests {
         }
     }
 
+    /// Commits made while nothing is observed go unnumbered: the first
+    /// observation after them starts past every position handed out
+    /// before, so a client that holds a value at such a position is not
+    /// told that nothing changed since.
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func theFirstObservationAfterUnobservedCommitsStartsAtANewPosition(kind: DatabaseKind) async throws {
+        try await withDatabase(kind, schema: Self.schema) { database in
+            try await withTimeout {
+                let observed = try await Self.firstPosition(of: database)
+                // The observation ended: nothing is observed.
+                try await waitUntil { database.observationCount == 0 }
+                try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                #expect(database.commitPosition == observed, "an unobserved commit is not numbered")
+                var iterator = database.observe(Self.count).positioned.makeAsyncIterator()
+                let first = try #require(await iterator.next())
+                #expect((try? first.result?.get()) == 1)
+                #expect(first.position > observed)
+            }
+        }
+    }
+
+    /// The position of a new observation's first result; the observation
+    /// ends when it returns.
+    static func firstPosition(of database: any DatabaseWriter) async throws -> UInt64 {
+        var iterator = database.observe(Self.count).positioned.makeAsyncIterator()
+        return try #require(await iterator.next()).position
+    }
+
+    /// The same for another process's commits, which are looked for only
+    /// while something is observed.
+    @Test func theFirstObservationAfterAnotherProcessCommittedStartsAtANewPosition() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTimeout {
+                let path = directory.file("db.sqlite")
+                var configuration = Configuration()
+                configuration.externalChangeDetection = ExternalChangeDetection()
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try await pool.write { db in try db.execute(sql: Self.schema) }
+                let before = pool.commitPosition
+                let other = try DatabaseQueue(path: path)
+                try await other.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                await other.close()
+                var iterator = pool.observe(Self.count).positioned.makeAsyncIterator()
+                let first = try #require(await iterator.next())
+                #expect((try? first.result?.get()) == 1)
+                #expect(first.position > before)
+                await pool.close()
+            }
+        }
+    }
+
     @Test(arguments: DatabaseKind.queueAndPool)
     func anUnchangedFetchIsReportedAndTheProbeTellsUntilWhenAPositionHolds(kind: DatabaseKind) async throws {
         try await withDatabase(kind, schema: Self.schema) { database in

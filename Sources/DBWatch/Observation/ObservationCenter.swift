@@ -87,6 +87,8 @@ final class ObservationCenter: Sendable {
         var recent: [RecentCommit] = []
         /// The database closed: observations end at once.
         var isClosed = false
+        /// ``unnumberedWriteJobs`` when the serial last accounted for them.
+        var unnumberedWriteJobsSeen: UInt64 = 0
     }
 
     /// A commit's quick refetches are split among the readers only in
@@ -99,6 +101,13 @@ final class ObservationCenter: Sendable {
     static let recentCommitCapacity = 128
 
     private let state = Locked(State())
+    /// Write jobs that ran while nothing was observed and chose no position
+    /// for their commits: the hooks were off, so those commits went
+    /// unnumbered (see ``noteUnnumberedWriteJob()``).
+    private let unnumberedWriteJobs = Atomic<UInt64>(0)
+    /// Another process may write the file (external changes are detected,
+    /// but only while something is observed).
+    private let othersMayWrite = Atomic<Bool>(false)
     private let observationCount = Atomic<Int>(0)
     /// The subscriptions of all observations (see ``subscriberCount``).
     private let subscriptions = Atomic<Int>(0)
@@ -150,6 +159,7 @@ final class ObservationCenter: Sendable {
             {
                 return (existing, false, state.isClosed)
             }
+            if state.entries.isEmpty { numberUnseenCommits(&state) }
             let driver = make()
             let id = ObjectIdentifier(driver)
             state.entries[id] = Entry(driver: driver, registeredAt: state.commitCount)
@@ -159,6 +169,33 @@ final class ObservationCenter: Sendable {
         }
         if isClosed { driver.endBecauseDatabaseClosed() }
         return (driver, isNew)
+    }
+
+    /// While nothing is observed, commits are not numbered: this process's
+    /// writer runs without hooks, and other processes' commits are not
+    /// looked for. So the first observation after such a time starts at a
+    /// new position, one no result before it was labelled with: a position
+    /// handed out earlier (a sync `hello`, a batch) never names a later
+    /// state. Only when commits may have gone unnumbered: a write job ran
+    /// unobserved, or another process may write.
+    private func numberUnseenCommits(_ state: inout State) {
+        let jobs = unnumberedWriteJobs.load(ordering: .acquiring)
+        guard jobs != state.unnumberedWriteJobsSeen || othersMayWrite.load(ordering: .relaxed) else { return }
+        state.unnumberedWriteJobsSeen = jobs
+        state.commitSerial += 1
+        state.loggedAfter = state.commitSerial
+    }
+
+    /// A write job ran while nothing was observed, and chose no position
+    /// for its commits (on the writer's thread, after the job).
+    func noteUnnumberedWriteJob() {
+        unnumberedWriteJobs.add(1, ordering: .releasing)
+    }
+
+    /// Another process may write the database (external changes are
+    /// detected): see ``numberUnseenCommits(_:)``.
+    func noteOtherWriters() {
+        othersMayWrite.store(true, ordering: .relaxed)
     }
 
     /// The database closed: every observation, running or started later,
@@ -283,6 +320,8 @@ final class ObservationCenter: Sendable {
         state.withLock { state in
             state.commitSerial = max(state.commitSerial + 1, position ?? 0)
             state.commitCount += 1
+            // The write jobs before it are behind this position too.
+            state.unnumberedWriteJobsSeen = unnumberedWriteJobs.load(ordering: .acquiring)
             guard !state.entries.isEmpty else {
                 state.loggedAfter = state.commitSerial
                 return
@@ -323,7 +362,10 @@ final class ObservationCenter: Sendable {
     /// position) starts there. Never moves it back; touches no observation.
     func advanceCommitSerial(to position: UInt64) {
         state.withLock { state in
-            state.commitSerial = max(state.commitSerial, position)
+            guard position > state.commitSerial else { return }
+            state.commitSerial = position
+            // The writer says the database holds everything up to here.
+            state.unnumberedWriteJobsSeen = unnumberedWriteJobs.load(ordering: .acquiring)
         }
     }
 

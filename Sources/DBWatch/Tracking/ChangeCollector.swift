@@ -81,7 +81,13 @@ final class ChangeCollector {
     func jobDidFinish(on database: Database) {
         // A position chosen for a commit that did not happen is dropped.
         chosenPosition = nil
-        guard jobStartedUnhooked, let handle = database.handle, center.hasObservations else { return }
+        guard jobStartedUnhooked, let handle = database.handle else { return }
+        guard center.hasObservations else {
+            // Its commits went unnumbered (unless it chose their positions):
+            // the next first observation starts at a new position.
+            if !positionHooksInstalled { center.noteUnnumberedWriteJob() }
+            return
+        }
         jobStartedUnhooked = false
         if sqlite3_total_changes64(handle) != totalChangesMark || schemaChangedInJob {
             var changes = DatabaseChanges()

@@ -322,6 +322,7 @@ extension ExternalChangeMonitor {
         guard let detection = configuration.externalChangeDetection, path != ":memory:", !path.isEmpty else {
             return nil
         }
+        center.noteOtherWriters()
         var absolute = path
         if !path.hasPrefix("/") {
             absolute = FileManager.default.currentDirectoryPath + "/" + path
