@@ -24,7 +24,7 @@
 /// Another process's commits do not pass the gate: they are numbered when
 /// this process detects them (`Tracking/ExternalChangeMonitor.swift`), and
 /// a snapshot may hold one before its number is published.
-final class CommitGate: @unchecked Sendable {  // `inFlight`, `waiters` and `isHeld` are touched only with `mutex` held
+final class CommitGate: @unchecked Sendable {  // its counters are touched only with `mutex` held
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     /// Commits that entered and did not leave: at most one (one writer).
@@ -32,12 +32,22 @@ final class CommitGate: @unchecked Sendable {  // `inFlight`, `waiters` and `isH
     /// Readers blocked in ``waitUntilClear()`` or ``holdingWriters(_:)``,
     /// and writers blocked in ``enter()``.
     private var waiters = 0
-    /// A reader takes its snapshot: writers wait at the gate.
-    private var isHeld = false
+    /// Readers taking their snapshots: writers wait at the gate.
+    private var holders = 0
+    /// Writers that entered while readers held the gate (they waited
+    /// ``writerWait`` in vain): a snapshot taken meanwhile may hold their
+    /// commits, so its reader takes another.
+    private var entriesWhileHeld = 0
 
-    /// The longest a reader or a writer waits for the other: a bound, not
-    /// a pace (a snapshot takes microseconds; so does publishing a commit).
-    private static let longestWait: Int = 100_000_000
+    /// The longest a writer waits for readers taking their snapshots (a
+    /// snapshot takes microseconds).
+    private static let writerWait = 100_000_000
+    /// The longest a reader waits for a commit to be published (`COMMIT`
+    /// with its checkpoint, then the numbering) in ``waitUntilClear()``.
+    private static let readerWait = 100_000_000
+    /// The same, for a reader that holds writers: nothing else comes in
+    /// meanwhile, so it waits for the commit in flight to be published.
+    private static let holderWait = 10_000_000_000
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -69,7 +79,10 @@ final class CommitGate: @unchecked Sendable {  // `inFlight`, `waiters` and `isH
     func enter() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        if isHeld { wait(while: { $0.isHeld }) }
+        if holders > 0 {
+            wait(while: { $0.holders > 0 }, nanoseconds: Self.writerWait)
+            if holders > 0 { entriesWhileHeld += 1 }
+        }
         inFlight += 1
     }
 
@@ -91,36 +104,42 @@ final class CommitGate: @unchecked Sendable {  // `inFlight`, `waiters` and `isH
     func waitUntilClear() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        if inFlight > 0 { wait(while: { $0.inFlight > 0 }) }
+        if inFlight > 0 { wait(while: { $0.inFlight > 0 }, nanoseconds: Self.readerWait) }
     }
 
     /// Runs `body` (a reader taking its snapshot and reading the serial)
-    /// once no commit is in the gate, while writers wait at the gate: what
-    /// the snapshot holds is exactly what is published. Either side waits
-    /// at most 100 ms for the other (a writer descheduled in the gate, a
-    /// reader whose snapshot waits for a lock), then goes on: a bound that
-    /// keeps them from waiting on each other forever.
-    func holdingWriters<T>(_ body: () throws -> T) rethrows -> T {
+    /// while writers wait at the gate, once the commit in flight, if any,
+    /// is published: what the snapshot holds is exactly what is
+    /// published. Returns `nil` when that could not be ensured: the commit
+    /// in flight took longer than 10 s, or a writer stopped waiting (after
+    /// 100 ms: a reader whose snapshot waits for a lock) and came in. The
+    /// reader then takes another snapshot.
+    func holdingWriters<T>(_ body: () throws -> T) rethrows -> T? {
         pthread_mutex_lock(mutex)
-        if inFlight > 0 { wait(while: { $0.inFlight > 0 }) }
-        isHeld = true
+        holders += 1  // first: no writer enters while the one in flight leaves
+        let entries = entriesWhileHeld
+        if inFlight > 0 { wait(while: { $0.inFlight > 0 }, nanoseconds: Self.holderWait) }
+        let wasClear = inFlight == 0
         pthread_mutex_unlock(mutex)
         defer {
             let wake = locked {
-                isHeld = false
+                holders -= 1
                 return waiters > 0
             }
             if wake { pthread_cond_broadcast(condition) }
         }
-        return try body()
+        let result = try body()
+        let isExact = locked { wasClear && entriesWhileHeld == entries }
+        return isExact ? result : nil
     }
 
     /// Waits, with `mutex` held, while `condition` holds, at most
-    /// ``longestWait``.
-    private func wait(while condition: (CommitGate) -> Bool) {
+    /// `nanoseconds`.
+    private func wait(while condition: (CommitGate) -> Bool, nanoseconds: Int) {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
-        deadline.tv_nsec += Self.longestWait
+        deadline.tv_sec += nanoseconds / 1_000_000_000
+        deadline.tv_nsec += nanoseconds % 1_000_000_000
         if deadline.tv_nsec >= 1_000_000_000 {
             deadline.tv_sec += 1
             deadline.tv_nsec -= 1_000_000_000

@@ -26,8 +26,8 @@ final class FetchBatch: ConnectionJob {
     private struct SnapshotRaced: Error {}
 
     /// After this many raced snapshots in a row (a writer committing
-    /// without pause), a batch takes its snapshot while holding the writer
-    /// at the gate (``CommitGate/holdingWriters(_:)``).
+    /// without pause), a batch takes its snapshots while holding the writer
+    /// at the gate (``CommitGate/holdingWriters(_:)``), until one is exact.
     static let maximumSnapshotAttempts = 16
 
     init(drivers: [any ObservationDriving], uplink: ObservationCenter.Uplink) {
@@ -47,7 +47,8 @@ final class FetchBatch: ConnectionJob {
                     if attempts < Self.maximumSnapshotAttempts {
                         try takeSnapshot(on: database, serial: serial)
                     } else {
-                        serial = try takeSnapshotHoldingWriters(on: database)
+                        guard let held = try takeSnapshotHoldingWriters(on: database) else { throw SnapshotRaced() }
+                        serial = held
                     }
                     // A fetch whose error made SQLite roll the transaction
                     // back (an I/O error, a full disk) ends it: the next
@@ -81,8 +82,9 @@ final class FetchBatch: ConnectionJob {
     }
 
     /// Starts the read transaction's snapshot while the writer waits at the
-    /// gate; returns the serial it holds.
-    private func takeSnapshotHoldingWriters(on database: Database) throws -> UInt64 {
+    /// gate; returns the serial it holds, or `nil` when the gate could not
+    /// ensure it (see ``CommitGate/holdingWriters(_:)``).
+    private func takeSnapshotHoldingWriters(on database: Database) throws -> UInt64? {
         try uplink.commitGate.holdingWriters {
             let serial = uplink.commitSerial
             try startSnapshot(on: database)
