@@ -87,8 +87,8 @@ final class ObservationCenter: Sendable {
         var recent: [RecentCommit] = []
         /// The database closed: observations end at once.
         var isClosed = false
-        /// ``unnumberedWriteJobs`` when the serial last accounted for them.
-        var unnumberedWriteJobsSeen: UInt64 = 0
+        /// ``writeJobs`` when the serial last accounted for them.
+        var writeJobsSeen: UInt64 = 0
     }
 
     /// A commit's quick refetches are split among the readers only in
@@ -101,10 +101,9 @@ final class ObservationCenter: Sendable {
     static let recentCommitCapacity = 128
 
     private let state = Locked(State())
-    /// Write jobs that ran while nothing was observed and chose no position
-    /// for their commits: the hooks were off, so those commits went
-    /// unnumbered (see ``noteUnnumberedWriteJob()``).
-    private let unnumberedWriteJobs = Atomic<UInt64>(0)
+    /// Write jobs started (see ``writeJobWillStart()``): one that ran while
+    /// nothing was observed committed without a number.
+    private let writeJobs = Atomic<UInt64>(0)
     /// Another process may write the file (external changes are detected,
     /// but only while something is observed).
     private let othersMayWrite = Atomic<Bool>(false)
@@ -159,12 +158,14 @@ final class ObservationCenter: Sendable {
             {
                 return (existing, false, state.isClosed)
             }
-            if state.entries.isEmpty { numberUnseenCommits(&state) }
+            let isFirst = state.entries.isEmpty
             let driver = make()
             let id = ObjectIdentifier(driver)
             state.entries[id] = Entry(driver: driver, registeredAt: state.commitCount)
             if let key { state.shared[key] = id }
-            observationCount.add(1, ordering: .releasing)
+            // Counted before the write jobs are read (see numberUnseenCommits).
+            observationCount.add(1, ordering: .sequentiallyConsistent)
+            if isFirst { numberUnseenCommits(&state) }
             return (driver, true, state.isClosed)
         }
         if isClosed { driver.endBecauseDatabaseClosed() }
@@ -176,20 +177,26 @@ final class ObservationCenter: Sendable {
     /// looked for. So the first observation after such a time starts at a
     /// new position, one no result before it was labelled with: a position
     /// handed out earlier (a sync `hello`, a batch) never names a later
-    /// state. Only when commits may have gone unnumbered: a write job ran
-    /// unobserved, or another process may write.
+    /// state. Only when commits may have gone unnumbered: a write job
+    /// started since the last numbered commit, or another process may write.
+    ///
+    /// A job counts itself before it reads whether anything is observed,
+    /// and a registration counts itself before it reads the jobs: so a job
+    /// that runs without hooks is always seen here, even one still running.
     private func numberUnseenCommits(_ state: inout State) {
-        let jobs = unnumberedWriteJobs.load(ordering: .acquiring)
-        guard jobs != state.unnumberedWriteJobsSeen || othersMayWrite.load(ordering: .relaxed) else { return }
-        state.unnumberedWriteJobsSeen = jobs
+        let jobs = writeJobs.load(ordering: .sequentiallyConsistent)
+        guard jobs != state.writeJobsSeen || othersMayWrite.load(ordering: .relaxed) else { return }
+        state.writeJobsSeen = jobs
         state.commitSerial += 1
         state.loggedAfter = state.commitSerial
     }
 
-    /// A write job ran while nothing was observed, and chose no position
-    /// for its commits (on the writer's thread, after the job).
-    func noteUnnumberedWriteJob() {
-        unnumberedWriteJobs.add(1, ordering: .releasing)
+    /// A write job starts (on the writer's thread, before it reads
+    /// ``hasObservations``): if nothing is observed, its commits go
+    /// unnumbered. Returns whether anything is observed.
+    func writeJobWillStart() -> Bool {
+        writeJobs.add(1, ordering: .sequentiallyConsistent)
+        return observationCount.load(ordering: .sequentiallyConsistent) > 0
     }
 
     /// Another process may write the database (external changes are
@@ -321,7 +328,7 @@ final class ObservationCenter: Sendable {
             state.commitSerial = max(state.commitSerial + 1, position ?? 0)
             state.commitCount += 1
             // The write jobs before it are behind this position too.
-            state.unnumberedWriteJobsSeen = unnumberedWriteJobs.load(ordering: .acquiring)
+            state.writeJobsSeen = writeJobs.load(ordering: .acquiring)
             guard !state.entries.isEmpty else {
                 state.loggedAfter = state.commitSerial
                 return
@@ -365,7 +372,7 @@ final class ObservationCenter: Sendable {
             guard position > state.commitSerial else { return }
             state.commitSerial = position
             // The writer says the database holds everything up to here.
-            state.unnumberedWriteJobsSeen = unnumberedWriteJobs.load(ordering: .acquiring)
+            state.writeJobsSeen = writeJobs.load(ordering: .acquiring)
         }
     }
 

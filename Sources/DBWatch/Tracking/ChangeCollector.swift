@@ -59,7 +59,7 @@ final class ChangeCollector {
     /// removes the hooks depending on whether observations exist.
     func jobWillStart(on database: Database) {
         guard let handle = database.handle else { return }
-        let observed = center.hasObservations
+        let observed = center.writeJobWillStart()
         chosenPosition = nil
         if positionHooksInstalled {
             sqlite3_commit_hook(handle, nil, nil)
@@ -81,13 +81,7 @@ final class ChangeCollector {
     func jobDidFinish(on database: Database) {
         // A position chosen for a commit that did not happen is dropped.
         chosenPosition = nil
-        guard jobStartedUnhooked, let handle = database.handle else { return }
-        guard center.hasObservations else {
-            // Its commits went unnumbered (unless it chose their positions):
-            // the next first observation starts at a new position.
-            if !positionHooksInstalled { center.noteUnnumberedWriteJob() }
-            return
-        }
+        guard jobStartedUnhooked, let handle = database.handle, center.hasObservations else { return }
         jobStartedUnhooked = false
         if sqlite3_total_changes64(handle) != totalChangesMark || schemaChangedInJob {
             var changes = DatabaseChanges()
