@@ -437,7 +437,13 @@ final class SyncConnection: Sendable {
                 continue
             }
             let error = await Self.answerError(response)
-            if error.reason == "unknownSession" { continue }  // the stream ended: the next one subscribes again
+            if error.reason == "unknownSession" {
+                // The stream ended (the next one subscribes again), or the
+                // server no longer takes this session's messages while its
+                // stream is open: reconnect, and subscribe again there.
+                guard state.withLock({ $0.run?.session == post.session }) else { continue }
+                throw Reconnect(description: "the server does not know the session: \(error)")
+            }
             if Self.isPassing(error) || response.status.code >= 500 && error.reason == nil {
                 throw Reconnect(description: "a message refused: \(error)")
             }

@@ -291,20 +291,20 @@ test("a 404 unknownQuery is the subscription's error; a 404 unknownSession on an
     const db = connect(server.url, { retry: fast, onError: () => {} });
     const errors = new Queue();
     try {
-      server.refusePost(404, { code: "unknownQuery", message: "no query named \"nope\"", status: 404 });
+      server.refusePost(404, { message: "no query named \"nope\"", reason: "unknownQuery" });
       const nope = db.subscribe("nope", {}, undefined, { onError: (error, subscription) => errors.push({ error, subscription }) });
       const first = await server.streams.next();
       await first.hello("e/1");
       assert.equal((await server.posts.next()).status, 404);
       const { error, subscription } = await errors.next();
       assert.equal(subscription, nope);
-      assert.equal(error.code, "unknownQuery");
+      assert.equal(error.reason, "unknownQuery");
       nope.close();
       await server.posts.next(); // its unsubscribe
 
       // The server no longer knows the session, though its stream is open
       // (a token whose claims changed): the client opens a new stream.
-      server.refusePost(404, { code: "unknownSession", message: "no such sync session", status: 404 });
+      server.refusePost(404, { message: "no such sync session: it ended, or never existed", reason: "unknownSession" });
       db.subscribe("top", {});
       assert.equal((await server.posts.next()).status, 404);
       const second = await server.streams.next();

@@ -119,7 +119,8 @@ export async function startScriptedSyncServer() {
         const session = decodeURIComponent(match[1]);
         if (!open.has(session)) {
           response.writeHead(404, { "Content-Type": "application/json" });
-          response.end(JSON.stringify({ code: "unknownSession", message: "no such session" }));
+          // The server's one error shape: the protocol's name in `reason`.
+          response.end(JSON.stringify({ message: "no such sync session: it ended, or never existed", reason: "unknownSession" }));
           return;
         }
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));

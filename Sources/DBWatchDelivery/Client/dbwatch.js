@@ -556,7 +556,7 @@ export class Connection {
         // The session ended, or is not this client's to post to: its stream
         // ended or will; a new one subscribes again. (Another 404, such as
         // unknownQuery, is the subscription's error.)
-        if (error.code === "unknownSession") {
+        if (error.body?.reason === "unknownSession") {
           if (session === this.#session) {
             this.#report(error);
             this.#abort?.abort();
