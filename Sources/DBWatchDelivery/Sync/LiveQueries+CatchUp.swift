@@ -94,7 +94,8 @@ extension LiveQueries {
         let (end, overflow) = since.addingReportingOverflow(since & (~since &+ 1))
         if since > 0, !overflow, end <= database,
             let between = view.history.between(
-                since, end: end, current: current.position, currentUntil: currentUntil)
+                since, end: end, current: current.position, currentKnown: view.lastPosition,
+                currentUntil: currentUntil)
         {
             return (try catchUpJSON(between, position: end, complete: true), true)
         }

@@ -285,11 +285,12 @@ final class SyncFeed: Sendable {
                     return advance(to: position)
                 }
                 step = SyncHistory.Step(
-                    from: old.position, to: position, until: until, changes: Array(changes.encodedJSON()))
+                    from: old.position, to: position, known: last, until: until,
+                    changes: Array(changes.encodedJSON()))
             } else if let oldJSON = old.wholeJSON, oldJSON == next.wholeJSON, !previous.1 {
                 return advance(to: position)
             } else {
-                step = SyncHistory.Step(from: old.position, to: position, until: until, changes: nil)
+                step = SyncHistory.Step(from: old.position, to: position, known: last, until: until, changes: nil)
             }
         }
         let sessions = state.withLock { state in
@@ -307,7 +308,7 @@ final class SyncFeed: Sendable {
         let sessions = state.withLock { state in
             state.failures += 1
             state.failure = Failure(body: body, position: position, generation: state.failures)
-            state.lastPosition = max(state.lastPosition, position)
+            // `lastPosition` stays: the value is not known at `position`.
             return Array(state.sessions.values)
         }
         wakeWaiters()

@@ -7,12 +7,22 @@ struct SyncHistory {
     struct Step {
         let from: UInt64
         let to: UInt64
-        /// The value at `from` is the value at every position from `from`
+        /// The last position at which a fetch found the value at `from`
+        /// (`from`, or later when fetches found it unchanged). Between
+        /// `from` and it the value is not known: it may have changed and
+        /// changed back.
+        let known: UInt64
+        /// The value at `from` is the value at every position from `known`
         /// up to, not including, this one (at most `to`): the first commit
         /// after it that touched what the query reads, as far as the feed
         /// knew when it published the next value. Between it and `to` the
         /// value is not known.
         let until: UInt64
+
+        /// Whether the value at `from` is known to be the value at `position`.
+        func holds(at position: UInt64) -> Bool {
+            position == from || (known <= position && position < until)
+        }
         /// The keyed changes as JSON (`{"delete":…,"upsert":…}`); `nil`
         /// when no changes exist between the two values (one of them has no
         /// key): a client must take a snapshot.
@@ -84,18 +94,23 @@ struct SyncHistory {
     /// The steps that take a client holding the value as of `position` to
     /// the value at `end` (later than `position`), when the history knows
     /// the value at `end` exactly; `nil` when it does not (`end` lies
-    /// between a value's last known position and the next fetch, or after
-    /// `currentUntil`). `current` is the latest value's position, and
-    /// `currentUntil` the first position at which it may no longer be the
-    /// value (or just past the database's position).
-    func between(_ position: UInt64, end: UInt64, current: UInt64, currentUntil: UInt64) -> Between? {
+    /// between a value's fetch and the last position a fetch found it
+    /// unchanged, between that and the next fetch, or after `currentUntil`).
+    /// `current` is the latest value's position, `currentKnown` the last
+    /// position a fetch found it at, and `currentUntil` the first position
+    /// at which it may no longer be the value (or just past the database's
+    /// position).
+    func between(
+        _ position: UInt64, end: UInt64, current: UInt64, currentKnown: UInt64, currentUntil: UInt64
+    ) -> Between? {
         if end >= current {
-            return end < currentUntil ? between(position, current: current) : nil
+            let holds = end == current || (currentKnown <= end && end < currentUntil)
+            return holds ? between(position, current: current) : nil
         }
         // The step whose span holds `end`: the value there is the one it
-        // starts from, if `end` comes before its `until`.
+        // starts from, if the step says it held there.
         let last = firstEnding(after: end)
-        guard last < steps.count, steps[last].from <= end, end < steps[last].until else { return nil }
+        guard last < steps.count, steps[last].from <= end, steps[last].holds(at: end) else { return nil }
         if position >= steps[last].from { return .upToDate }
         guard head < steps.count, steps[head].from <= position else { return .tooOld }
         let slice = steps[firstEnding(after: position)..<last]

@@ -371,7 +371,11 @@ package final class SyncSession: Sendable {
         // Otherwise a feed is fetching, and will move again: then the batch
         // is composed. So batches keep coming while commits go on, as long
         // as fetches end between two commits that touch them.
-        for view in views.values where view.current != nil && view.validUntil <= target { return nil }
+        // (A subscription whose fetch fails is in error, as its client was
+        // told: it holds no batch back until a fetch succeeds again.)
+        for view in views.values where view.current != nil && view.failure == nil && view.validUntil <= target {
+            return nil
+        }
         var entries: [(key: String, value: [UInt8])] = []
         for id in changed.sorted() {
             guard let view = views[id], let current = view.current, let subscription = state.subscriptions[id]
