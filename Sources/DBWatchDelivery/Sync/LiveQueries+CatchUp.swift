@@ -42,14 +42,7 @@ extension LiveQueries {
             guard let since, let position = SyncPosition(parsing: since) else {
                 throw .badRequest("since must be a position EPOCH/SEQUENCE")
             }
-            let query: SyncQuery
-            do {
-                query = try await resolve(subscription)
-            } catch let error as LiveQueriesError {
-                throw error
-            } catch {
-                throw .badRequest(ErrorBody(refusal: error).message)
-            }
+            let query = try await resolveSyncQuery(subscription, with: resolve)
             guard position.epoch == syncEpoch else {
                 throw .positionUnknown("the position is of another epoch: fetch the whole value")
             }

@@ -42,6 +42,20 @@ extension LiveQueries {
         }
     }
 
+    /// The query an application's resolver gives for `subscription`: its
+    /// ``LiveQueriesError`` as it is, any other error as a `400`.
+    func resolveSyncQuery(
+        _ subscription: SyncSubscription, with resolve: (SyncSubscription) async throws -> SyncQuery
+    ) async throws(LiveQueriesError) -> SyncQuery {
+        do {
+            return try await resolve(subscription)
+        } catch let error as LiveQueriesError {
+            throw error
+        } catch {
+            throw .badRequest(ErrorBody(refusal: error).message)
+        }
+    }
+
     // MARK: - Feeds
 
     /// The running feed of `query`, or a new one, with `session` attached

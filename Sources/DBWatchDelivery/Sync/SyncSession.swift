@@ -248,14 +248,7 @@ package final class SyncSession: Sendable {
             return nil
         }
         if let refusal { throw refusal }
-        let query: SyncQuery
-        do {
-            query = try await resolve(subscription)
-        } catch let error as LiveQueriesError {
-            throw error
-        } catch {
-            throw .badRequest(ErrorBody(refusal: error).message)
-        }
+        let query = try await live.resolveSyncQuery(subscription, with: resolve)
         // Attached to the feed under the registry's lock: a feed that moves
         // meanwhile wakes this session, and an idle one cannot stop between.
         let feed = try live.syncFeed(for: query, attaching: self, logger: logger)
