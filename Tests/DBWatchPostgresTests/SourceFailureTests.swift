@@ -37,13 +37,16 @@ struct SourceFailureTests {
                 try await replica.catchUp(with: scene.client)
                 // The process streaming to the replica, stopped as a machine
                 // that vanished would be: no answer, no close.
-                let pid = try #require(try await scene.walSenderPID())
-                kill(pid, SIGSTOP)
+                let reconnects = replica.status.reconnects
+                let pid = try await scene.stopSlotHolder()
                 do {
                     // Given up on: "sent nothing", then (retrying) the slot
                     // still held by the stopped process; either may be the
                     // last error when the test looks.
-                    try await waitUntil { replica.status.lastError?.code == .sourceUnreachable }
+                    try await waitUntil {
+                        let status = replica.status
+                        return status.reconnects > reconnects && status.lastError?.code == .sourceUnreachable
+                    }
                 } catch {
                     kill(pid, SIGCONT)
                     throw error

@@ -178,20 +178,40 @@ struct ReplicaScene {
         try await TableDump.postgres(server, table: table, columns: columns, key: key)
     }
 
-    /// The pid of the process streaming to a replica (a `walsender`
-    /// whose session is named after the slot), waiting until there is one.
+    /// The pid of the process streaming to a replica: the one that holds
+    /// its slot, waiting until one does. (`pg_stat_activity` may still
+    /// list a walsender that is exiting, after a reconnection or the
+    /// slot's creation.)
     func walSenderPID() async throws -> pid_t? {
         var found: pid_t?
         try await waitUntilAsync {
-            let pids = try await server.psql(
-                """
-                SELECT pid FROM pg_stat_activity \
-                WHERE backend_type = 'walsender' AND application_name LIKE 'dbwatch%'
-                """)
-            found = pids.split(separator: "\n").first.flatMap { pid_t($0) }
+            found = try await slotHolder()
             return found != nil
         }
         return found
+    }
+
+    /// The pid of the process that holds a replica's slot now, if any.
+    func slotHolder() async throws -> pid_t? {
+        let pids = try await server.psql(
+            "SELECT active_pid FROM pg_replication_slots WHERE active_pid IS NOT NULL AND slot_name LIKE 'dbwatch%'")
+        return pids.split(separator: "\n").first.flatMap { pid_t($0) }
+    }
+
+    /// Stops (`SIGSTOP`) the process that holds a replica's slot, as a
+    /// machine that vanished would stop: no answer, no close. Returns its
+    /// pid, for `SIGCONT`. If the slot changed hands meanwhile (a
+    /// reconnection of a slow run), the stopped process is resumed and the
+    /// new holder stopped instead.
+    func stopSlotHolder() async throws -> pid_t {
+        let deadline = ContinuousClock.now + .seconds(defaultTestTimeout)
+        while ContinuousClock.now < deadline {
+            guard let pid = try await walSenderPID() else { continue }
+            kill(pid, SIGSTOP)
+            if try await slotHolder() == pid { return pid }
+            kill(pid, SIGCONT)
+        }
+        throw TimeoutError(seconds: defaultTestTimeout)
     }
 
     /// The names of the replication slots in the server.
