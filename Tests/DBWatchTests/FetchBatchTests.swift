@@ -75,6 +75,7 @@ struct FetchBatchTests {
         let fetchesAlone: Bool
         let sharingKey: DriverSharingKey? = nil
         var isStopped: Bool { false }
+        let touchedMark = TouchedMark()
 
         init(alone: Bool) { fetchesAlone = alone }
 

@@ -618,6 +618,7 @@ struct ObservationContractTests {
             func fetch(on database: Database, position: UInt64) -> Bool { false }
             func fetchFailed(_ error: any Error, startSerial: UInt64) -> Bool { false }
             let fetchesAlone = false
+            let touchedMark = TouchedMark()
             func deliver(_ error: any Error) {}
             func endBecauseDatabaseClosed() {}
         }

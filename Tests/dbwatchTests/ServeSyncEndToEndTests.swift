@@ -93,7 +93,8 @@ struct ServeSyncEndToEndTests {
                 try write("UPDATE player SET score = \(score) WHERE name = 'Craig'", on: path)
                 last = try await client.next()
                 try results.apply(last)
-                valueAt[try #require(last.sequence)] = try #require(results.results["top"])
+                let value = try #require(results.results["top"])
+                valueAt[try #require(last.sequence)] = value
             }
             let epoch = try #require(first.position?.split(separator: "/").first)
             let final = try #require(results.results["top"])

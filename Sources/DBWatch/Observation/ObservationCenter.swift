@@ -54,10 +54,6 @@ final class ObservationCenter: Sendable {
         /// The number of commits published when it registered: the commits
         /// since, minus those it was notified of, are the commits it skipped.
         let registeredAt: UInt64
-        /// The serial of the last commit that touched its region, or that
-        /// a finished fetch may have missed: its value at an older
-        /// position may be outdated (see ``firstPossibleChange(of:after:)``).
-        var touchedAt: UInt64 = 0
         /// The position of the fetch that recorded `region`: the fetches
         /// since read the same region (see ``firstPossibleChange(of:after:)``).
         var regionFetchedAt: UInt64 = .max
@@ -221,6 +217,8 @@ final class ObservationCenter: Sendable {
         let id = ObjectIdentifier(driver)
         state.withLock { state in
             guard let entry = state.entries.removeValue(forKey: id) else { return }
+            // Unknown from now on: the fast path of firstPossibleChange is closed.
+            driver.touchedMark.set(.max)
             if let key = driver.sharingKey, state.shared[key] == id { state.shared[key] = nil }
             if let region = entry.region { Self.unindex(id, region: region, in: &state) }
             if entry.observesEverything { state.observingEverything.remove(id) }
@@ -270,7 +268,7 @@ final class ObservationCenter: Sendable {
                 failed  // any commit since may change the outcome
                 || startSerial < state.loggedAfter  // the log no longer covers the fetch
                 || state.recent.contains { $0.serial > startSerial && $0.changes.touches(region) }
-            if missed { state.entries[id]?.touchedAt = state.commitSerial }
+            if missed { driver.touchedMark.set(state.commitSerial) }
             return missed
         }
     }
@@ -289,9 +287,12 @@ final class ObservationCenter: Sendable {
     /// `position + 1` (the value is known at `position` only); so for a
     /// driver no longer registered.
     func firstPossibleChange(of driver: some ObservationDriving, after position: UInt64) -> UInt64 {
-        state.withLock { state in
+        // Untouched since `position`: one load, without the lock. (A commit
+        // being numbered meanwhile comes after any position the caller knows.)
+        if driver.touchedMark.value <= position { return .max }
+        return state.withLock { state in
             guard let entry = state.entries[ObjectIdentifier(driver)] else { return position &+ 1 }
-            if entry.touchedAt <= position { return .max }
+            if driver.touchedMark.value <= position { return .max }
             guard let region = entry.region, !entry.observesEverything, position >= entry.regionFetchedAt,
                 position >= state.loggedAfter
             else { return position &+ 1 }
@@ -342,7 +343,7 @@ final class ObservationCenter: Sendable {
             let serial = state.commitSerial
             if changes.affectsEverything {
                 for index in state.entries.indices {
-                    state.entries.values[index].touchedAt = serial
+                    state.entries.values[index].driver.touchedMark.set(serial)
                     touched.append(state.entries.values[index].driver)
                 }
                 return
@@ -354,7 +355,7 @@ final class ObservationCenter: Sendable {
             if !state.observingEverything.isEmpty { ids.formUnion(state.observingEverything) }
             for id in ids {
                 let index = state.entries.index(forKey: id)!
-                state.entries.values[index].touchedAt = serial
+                state.entries.values[index].driver.touchedMark.set(serial)
                 touched.append(state.entries.values[index].driver)
             }
         }

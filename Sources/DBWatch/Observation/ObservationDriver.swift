@@ -28,6 +28,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
     let request: Request
     private let options: ObservationOptions
     private let uplink: ObservationCenter.Uplink
+    let touchedMark = TouchedMark()
     /// Where each fetch's duration is counted: its database's counters.
     private let fetchDurations: FetchDurationCounters
     private let state = Locked(StateMachine())

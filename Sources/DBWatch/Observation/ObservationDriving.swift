@@ -27,4 +27,6 @@ protocol ObservationDriving: AnyObject, Sendable {
     var sharingKey: DriverSharingKey? { get }
     /// Its last subscriber left: it takes no new one, and is being removed.
     var isStopped: Bool { get }
+    /// Where its center records the last commit that touched its region.
+    var touchedMark: TouchedMark { get }
 }

@@ -262,7 +262,7 @@ final class SyncFeed: Sendable {
             state.lastPosition = max(state.lastPosition, position)
             return Array(state.sessions.values)
         }
-        for session in sessions { session.feedDidMove() }
+        for session in sessions { session.feedDidMove(self) }
     }
 
     /// A new value at `position`: its changes from the previous one join
@@ -301,7 +301,7 @@ final class SyncFeed: Sendable {
             return Array(state.sessions.values)
         }
         wakeWaiters()
-        for session in sessions { session.feedDidMove() }
+        for session in sessions { session.feedDidMove(self) }
     }
 
     private func fail(_ body: ErrorBody, at position: UInt64) {
@@ -312,7 +312,7 @@ final class SyncFeed: Sendable {
             return Array(state.sessions.values)
         }
         wakeWaiters()
-        for session in sessions { session.feedDidMove() }
+        for session in sessions { session.feedDidMove(self) }
     }
 
     private func end(_ reason: ClientFinish, body: ErrorBody, at position: UInt64) {
@@ -323,7 +323,7 @@ final class SyncFeed: Sendable {
             return Array(state.sessions.values)
         }
         wakeWaiters()
-        for session in sessions { session.feedDidEnd(reason) }
+        for session in sessions { session.feedDidEnd(self, reason: reason) }
     }
 }
 

@@ -48,6 +48,10 @@ package final class SyncSession: Sendable {
         let holdsBatches: Bool
         /// The generation of the last failure sent (see ``SyncFeed/Failure``).
         var failureSent = 0
+        /// Its feed's view as of the feed's last move: read again only when
+        /// the feed moves, so that composing a batch costs a load per
+        /// subscription held, not a lock.
+        var view: SyncFeed.View
     }
 
     private struct State {
@@ -61,10 +65,33 @@ package final class SyncSession: Sendable {
         var errors: [Frame] = []
         /// Arrays of client messages being handled: no batch meanwhile.
         var receiving = 0
+        /// The ids of the subscriptions of each feed.
+        var idsByFeed: [ObjectIdentifier: [String]] = [:]
+        /// The feeds that moved since the last batch was composed: their
+        /// subscriptions' views are read again.
+        var moved: Set<ObjectIdentifier> = []
 
-        /// Whether a subscription other than `id` uses `feed`.
-        func uses(_ feed: SyncFeed, besides id: String? = nil) -> Bool {
-            subscriptions.contains { $0.key != id && $0.value.feed === feed }
+        /// Whether a subscription uses `feed`.
+        func uses(_ feed: SyncFeed) -> Bool {
+            idsByFeed[ObjectIdentifier(feed)] != nil
+        }
+
+        mutating func add(_ subscription: Subscription, id: String) {
+            subscriptions[id] = subscription
+            idsByFeed[ObjectIdentifier(subscription.feed), default: []].append(id)
+            // Read again at the next composition, for a failure to report.
+            moved.insert(ObjectIdentifier(subscription.feed))
+        }
+
+        /// Removes subscription `id`; returns its feed if no other
+        /// subscription uses it (the session leaves the feed).
+        mutating func remove(_ id: String) -> SyncFeed? {
+            guard let removed = subscriptions.removeValue(forKey: id) else { return nil }
+            let feed = ObjectIdentifier(removed.feed)
+            idsByFeed[feed]?.removeAll { $0 == id }
+            guard idsByFeed[feed]?.isEmpty ?? true else { return nil }
+            idsByFeed[feed] = nil
+            return removed.feed
         }
     }
 
@@ -135,7 +162,10 @@ package final class SyncSession: Sendable {
     private func end() {
         let subscriptions = state.withLock { state in
             state.isClosed = true
-            defer { state.subscriptions = [:] }
+            defer {
+                state.subscriptions = [:]
+                state.idsByFeed = [:]
+            }
             return Array(state.subscriptions.values)
         }
         var detached: Set<ObjectIdentifier> = []
@@ -164,15 +194,22 @@ package final class SyncSession: Sendable {
 
     // MARK: - Feeds
 
-    /// A feed moved: the write loop composes the next batch when it can.
-    func feedDidMove() {
-        client.offer(.syncWake)
+    /// A feed moved: the write loop composes the next batch when it can,
+    /// with the feed's new view.
+    func feedDidMove(_ feed: SyncFeed) {
+        state.withLock { _ = $0.moved.insert(ObjectIdentifier(feed)) }
+        wake()
     }
 
     /// A feed ended (the database closed or was replaced): so does the connection.
-    func feedDidEnd(_ reason: ClientFinish) {
-        client.offer(.syncWake)
+    func feedDidEnd(_ feed: SyncFeed, reason: ClientFinish) {
+        feedDidMove(feed)
         client.finish(reason)
+    }
+
+    /// Asks the write loop to compose (an error to send, an array handled).
+    private func wake() {
+        client.offer(.syncWake)
     }
 
     // MARK: - Client messages
@@ -198,7 +235,7 @@ package final class SyncSession: Sendable {
         state.withLock { $0.receiving += 1 }
         defer {
             state.withLock { $0.receiving -= 1 }
-            feedDidMove()
+            wake()
         }
         var firstRefusal: LiveQueriesError?
         for message in messages {
@@ -217,10 +254,7 @@ package final class SyncSession: Sendable {
         switch message {
         case .unsubscribe(let id):
             // The feed is left only when no other subscription of this session uses it.
-            let left = state.withLock { state -> SyncFeed? in
-                guard let removed = state.subscriptions.removeValue(forKey: id) else { return nil }
-                return state.uses(removed.feed) ? nil : removed.feed
-            }
+            let left = state.withLock { $0.remove(id) }
             if let left { live.detach(self, from: left) }
         case .subscribe(let id, let subscription, let mode, let position):
             do {
@@ -264,13 +298,15 @@ package final class SyncSession: Sendable {
             // Checked again: other subscribes ran while this one resolved.
             if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
             if state.subscriptions.count >= limit { return .failure(.tooManySubscriptions(limit)) }
-            state.subscriptions[id] = Subscription(
-                feed: feed, mode: mode, held: held, holdsBatches: position != nil || together)
+            state.add(
+                Subscription(
+                    feed: feed, mode: mode, held: held, holdsBatches: position != nil || together, view: feed.view),
+                id: id)
             return .success(())
         }
         switch added {
         case .success?:
-            feedDidMove()
+            wake()
         case .failure(let refusal)?:
             if !state.withLock({ $0.uses(feed) }) { live.detach(self, from: feed) }
             throw refusal
@@ -291,7 +327,7 @@ package final class SyncSession: Sendable {
             state.errors.append(frame)
             if state.errors.count > Self.maximumPendingErrors { state.errors.removeFirst() }
         }
-        client.offer(.syncWake)
+        wake()
     }
 
     /// `{"message":…,"code":…,"reason":…}`: the one error body, with the
@@ -308,21 +344,31 @@ package final class SyncSession: Sendable {
     /// The messages to write now: errors of subscriptions whose fetches
     /// fail, then one batch, if every subscription's value is known at a
     /// common position and one of them changed for the client.
+    ///
+    /// Only the views of the feeds that moved are read: a feed tells its
+    /// sessions of every change to its view.
     private func compose() -> [Frame] {
         state.withLock { state in
             guard !state.isClosed else { return [] }
             var frames = state.errors
             state.errors = []
-            var views: [String: SyncFeed.View] = [:]
-            for (id, subscription) in state.subscriptions {
-                let view = subscription.feed.view
-                views[id] = view
-                if let failure = view.failure, failure.generation > subscription.failureSent {
-                    state.subscriptions[id]?.failureSent = failure.generation
-                    frames.append(errorFrame(failure, id: id))
+            let moved = state.moved
+            state.moved = []
+            for feed in moved {
+                guard let ids = state.idsByFeed[feed], let first = ids.first,
+                    let view = state.subscriptions[first]?.feed.view
+                else { continue }
+                for id in ids.sorted() {
+                    guard var subscription = state.subscriptions[id] else { continue }
+                    subscription.view = view
+                    if let failure = view.failure, failure.generation > subscription.failureSent {
+                        subscription.failureSent = failure.generation
+                        frames.append(errorFrame(failure, id: id))
+                    }
+                    state.subscriptions[id] = subscription
                 }
             }
-            if let batch = batch(&state, views: views) { frames.append(batch) }
+            if let batch = batch(&state) { frames.append(batch) }
             return frames
         }
     }
@@ -336,7 +382,7 @@ package final class SyncSession: Sendable {
         return .sync("error", json: json, for: client.transport)
     }
 
-    private func batch(_ state: inout State, views: [String: SyncFeed.View]) -> Frame? {
+    private func batch(_ state: inout State) -> Frame? {
         // An array of messages is being handled: its subscriptions enter together.
         guard state.receiving == 0 else { return nil }
         // The batch's position: the latest at which a value is known, so
@@ -344,11 +390,12 @@ package final class SyncSession: Sendable {
         var target = state.position
         var changed: [String] = []
         for (id, subscription) in state.subscriptions {
-            guard let view = views[id], let current = view.current else {
+            let view = subscription.view
+            guard let current = view.current else {
                 // A subscription that resumes, or came in an array, waits for
                 // its first value: the others must not move past the position
                 // its client shows, or enter a batch without it.
-                if subscription.holdsBatches, views[id]?.failure == nil { return nil }
+                if subscription.holdsBatches, view.failure == nil { return nil }
                 continue
             }
             switch subscription.held {
@@ -366,14 +413,19 @@ package final class SyncSession: Sendable {
         // as fetches end between two commits that touch them.
         // (A subscription whose fetch fails is in error, as its client was
         // told: it holds no batch back until a fetch succeeds again.)
-        for view in views.values where view.current != nil && view.failure == nil && view.validUntil <= target {
-            return nil
+        // (A value known at `target` itself is valid there: no need to ask.)
+        for subscription in state.subscriptions.values {
+            let view = subscription.view
+            if view.current != nil, view.failure == nil, view.lastPosition < target, view.validUntil <= target {
+                return nil
+            }
         }
         var entries: [(key: String, value: [UInt8])] = []
         for id in changed.sorted() {
-            guard let view = views[id], let current = view.current, let subscription = state.subscriptions[id]
-            else { continue }
-            if let entry = entry(for: subscription, view: view, current: current) { entries.append((id, entry)) }
+            guard let subscription = state.subscriptions[id], let current = subscription.view.current else { continue }
+            if let entry = entry(for: subscription, view: subscription.view, current: current) {
+                entries.append((id, entry))
+            }
             state.subscriptions[id]?.held = .value(at: current.position)
         }
         state.position = target
