@@ -52,9 +52,13 @@ extension QueryObservation {
 /// value is known: so it is composed while commits go on.
 package struct ObservationProbe: Sendable {
     private let driver: any PositionReporting
+    /// The driver's ``TouchedMark``: an untouched value is current without
+    /// a call to the center.
+    private let mark: TouchedMark
 
     init(driver: some PositionReporting) {
         self.driver = driver
+        mark = driver.touchedMark
     }
 
     /// The first position after `position` at which the result delivered
@@ -62,7 +66,8 @@ package struct ObservationProbe: Sendable {
     /// value now. The result is the value at every position from
     /// `position` up to, not including, this one.
     package func firstPossibleChange(after position: UInt64) -> UInt64 {
-        driver.firstPossibleChange(after: position)
+        if mark.value <= position { return .max }
+        return driver.firstPossibleChange(after: position)
     }
 
     /// Whether the result delivered at `position` is the value now.
@@ -75,6 +80,8 @@ package struct ObservationProbe: Sendable {
 protocol PositionReporting: AnyObject, Sendable {
     /// See ``ObservationProbe/firstPossibleChange(after:)``.
     func firstPossibleChange(after position: UInt64) -> UInt64
+    /// Where its center records the last commit that touched its region.
+    var touchedMark: TouchedMark { get }
 }
 
 extension DatabaseWriter {

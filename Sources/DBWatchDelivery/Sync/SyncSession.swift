@@ -38,7 +38,10 @@ package final class SyncSession: Sendable {
         case value(at: UInt64)
     }
 
-    struct Subscription {
+    /// One subscription, touched only under the session's lock. A class:
+    /// composing a batch reads every subscription, and a reference costs
+    /// one retain to read where a struct of views costs a dozen.
+    final class Subscription {
         let feed: SyncFeed
         let mode: SyncMode
         var held: Held
@@ -52,6 +55,14 @@ package final class SyncSession: Sendable {
         /// the feed moves, so that composing a batch costs a load per
         /// subscription held, not a lock.
         var view: SyncFeed.View
+
+        init(feed: SyncFeed, mode: SyncMode, held: Held, holdsBatches: Bool) {
+            self.feed = feed
+            self.mode = mode
+            self.held = held
+            self.holdsBatches = holdsBatches
+            view = feed.view
+        }
     }
 
     private struct State {
@@ -299,8 +310,7 @@ package final class SyncSession: Sendable {
             if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
             if state.subscriptions.count >= limit { return .failure(.tooManySubscriptions(limit)) }
             state.add(
-                Subscription(
-                    feed: feed, mode: mode, held: held, holdsBatches: position != nil || together, view: feed.view),
+                Subscription(feed: feed, mode: mode, held: held, holdsBatches: position != nil || together),
                 id: id)
             return .success(())
         }
@@ -359,13 +369,12 @@ package final class SyncSession: Sendable {
                     let view = state.subscriptions[first]?.feed.view
                 else { continue }
                 for id in ids.sorted() {
-                    guard var subscription = state.subscriptions[id] else { continue }
+                    guard let subscription = state.subscriptions[id] else { continue }
                     subscription.view = view
                     if let failure = view.failure, failure.generation > subscription.failureSent {
                         subscription.failureSent = failure.generation
                         frames.append(errorFrame(failure, id: id))
                     }
-                    state.subscriptions[id] = subscription
                 }
             }
             if let batch = batch(&state) { frames.append(batch) }
@@ -390,20 +399,19 @@ package final class SyncSession: Sendable {
         var target = state.position
         var changed: [String] = []
         for (id, subscription) in state.subscriptions {
-            let view = subscription.view
-            guard let current = view.current else {
+            guard let position = subscription.view.current?.position else {
                 // A subscription that resumes, or came in an array, waits for
                 // its first value: the others must not move past the position
                 // its client shows, or enter a batch without it.
-                if subscription.holdsBatches, view.failure == nil { return nil }
+                if subscription.holdsBatches, subscription.view.failure == nil { return nil }
                 continue
             }
             switch subscription.held {
             case .nothing, .resuming: changed.append(id)
-            case .value(let position) where position < current.position: changed.append(id)
+            case .value(let held) where held < position: changed.append(id)
             case .value: break
             }
-            target = max(target, view.lastPosition)
+            target = max(target, subscription.view.lastPosition)
         }
         guard !changed.isEmpty else { return nil }
         // Every value must be the value at `target`: known at its feed's
@@ -414,9 +422,10 @@ package final class SyncSession: Sendable {
         // (A subscription whose fetch fails is in error, as its client was
         // told: it holds no batch back until a fetch succeeds again.)
         // (A value known at `target` itself is valid there: no need to ask.)
-        for subscription in state.subscriptions.values {
-            let view = subscription.view
-            if view.current != nil, view.failure == nil, view.lastPosition < target, view.validUntil <= target {
+        for subscription in state.subscriptions.values where subscription.view.lastPosition < target {
+            if subscription.view.current != nil, subscription.view.failure == nil,
+                subscription.view.validUntil <= target
+            {
                 return nil
             }
         }
@@ -426,7 +435,7 @@ package final class SyncSession: Sendable {
             if let entry = entry(for: subscription, view: subscription.view, current: current) {
                 entries.append((id, entry))
             }
-            state.subscriptions[id]?.held = .value(at: current.position)
+            subscription.held = .value(at: current.position)
         }
         state.position = target
         guard !entries.isEmpty else { return nil }
