@@ -166,21 +166,58 @@ final class SyncConnection: Sendable {
         post(message, handle: handle, &state)
     }
 
+    /// The longest body a DBWatch server takes in `POST /sync/SESSION`.
+    static let maximumPostBytes = 64 * 1024
+
     /// Subscribes every subscription in one array (after a `hello`): the
     /// server handles them together, so they enter one batch, as of one
-    /// position.
+    /// position. An array longer than ``maximumPostBytes`` goes in parts
+    /// (each enters a batch of its own); a message that alone is longer
+    /// goes by itself, and its refusal is its subscription's.
     private static func sendSubscribeAll(_ state: inout State) {
-        let handles = state.subscribers.keys.sorted()
-        guard handles.count > 1 else {
-            if let handle = handles.first { sendSubscribe(handle, &state) }
-            return
+        guard let session = state.run?.session, let posts = state.run?.posts else { return }
+        var messages: [(handle: Int, serverID: String?, json: Data)] = []
+        for handle in state.subscribers.keys.sorted() {
+            guard let message = subscribeMessage(handle, &state),
+                let json = try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys])
+            else { continue }
+            messages.append((handle, message["id"] as? String, json))
         }
-        let messages = handles.compactMap { subscribeMessage($0, &state) }
-        guard let session = state.run?.session, let posts = state.run?.posts,
-            let json = try? JSONSerialization.data(withJSONObject: messages, options: [.sortedKeys])
-        else { return }
-        // Each refusal comes on the stream too, with its subscription's id.
-        posts.yield(Post(session: session, json: json, handle: nil, serverID: nil))
+        for part in arrayParts(sizes: messages.map(\.json.count), limit: maximumPostBytes) {
+            if part.count == 1 {
+                let message = messages[part.lowerBound]
+                posts.yield(
+                    Post(session: session, json: message.json, handle: message.handle, serverID: message.serverID))
+                continue
+            }
+            var json = Data("[".utf8)
+            for index in part {
+                if index > part.lowerBound { json.append(UInt8(ascii: ",")) }
+                json.append(messages[index].json)
+            }
+            json.append(UInt8(ascii: "]"))
+            // Each refusal comes on the stream too, with its subscription's id.
+            posts.yield(Post(session: session, json: json, handle: nil, serverID: nil))
+        }
+    }
+
+    /// Splits messages of these `sizes` (in bytes), in order, into arrays
+    /// whose JSON (brackets and commas included) is at most `limit` bytes;
+    /// a message longer than that is a part by itself.
+    static func arrayParts(sizes: [Int], limit: Int) -> [Range<Int>] {
+        var parts: [Range<Int>] = []
+        var start = 0
+        var size = 2
+        for (index, length) in sizes.enumerated() {
+            if index > start, size + 1 + length > limit {
+                parts.append(start..<index)
+                start = index
+                size = 2
+            }
+            size += index > start ? 1 + length : length
+        }
+        if start < sizes.count { parts.append(start..<sizes.count) }
+        return parts
     }
 
     /// Gives `handle` a new id in the current session; its `subscribe`.

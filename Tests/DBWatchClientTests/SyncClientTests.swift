@@ -141,6 +141,55 @@ struct SyncClientTests {
         }
     }
 
+    /// After a reconnection the client subscribes again in one array: in
+    /// several when one would exceed the server's 64 KiB limit on a body
+    /// (else the server refuses it whole, and no subscription is followed
+    /// again); a message that alone exceeds it is its subscription's refusal.
+    @Test func subscriptionsTooLongForOneArraySubscribeAgainInSeveral() async throws {
+        try await withTimeout(seconds: Self.timeout) {
+            try await HummingbirdServer.with { server in
+                try await TCPProxy.with(to: server.port) { proxy in
+                    let clock = TestClock()
+                    let client = client("http://127.0.0.1:\(proxy.port)/", clock: clock)
+                    // Five of about 20 KB each (a parameter the query ignores).
+                    var tops = (1...5).map { n in
+                        client.values(
+                            of: "top", params: ["n": "\(n)", "pad": String(repeating: "x", count: 20_000)],
+                            as: [RankedPlayer].self
+                        ).makeAsyncIterator()
+                    }
+                    for index in tops.indices {
+                        let first = try await tops[index].next()
+                        #expect(first == (try await leaderboard(server, limit: index + 1)))
+                    }
+                    var huge = client.values(
+                        of: "top", params: ["pad": String(repeating: "x", count: 70_000)], as: [RankedPlayer].self
+                    ).makeAsyncIterator()
+                    do {
+                        _ = try await huge.next()
+                        Issue.record("a message longer than the server takes is refused")
+                    } catch let refusal as SyncClientError {
+                        #expect(
+                            refusal.kind == .refused && refusal.status == 400 && refusal.reason == "badRequest",
+                            "\(refusal)")
+                    }
+
+                    await proxy.dropConnections()
+                    await clock.waitForSleepers()  // waiting to reconnect
+                    try await reconnecting(clock) {
+                        try await addPlayer(server, "dave", 500)
+                        for index in tops.indices {
+                            let next = try await tops[index].next()
+                            #expect(next == (try await leaderboard(server, limit: index + 1)))
+                            #expect(next?.first?.name == "dave")
+                        }
+                    }
+                    await client.close()
+                }
+            }
+        }
+    }
+
     @Test func aRestartedServerSendsASnapshotSaidToBeResumed() async throws {
         try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { first in

@@ -286,6 +286,45 @@ test("an error with an id goes to that subscription's onError and the subscripti
   });
 });
 
+test("subscriptions whose one array would exceed the server's 64 KiB body limit subscribe in several arrays, each within it; one message longer than that goes by itself and its refusal is its subscription's", options, async () => {
+  await withServer(async (server) => {
+    const db = connect(server.url, { retry: fast, onError: () => {} });
+    const errors = new Queue();
+    try {
+      // Five subscriptions of about 20 KB each (parameters of 20,000
+      // characters, two of them two bytes long in UTF-8), and one of 70 KB.
+      const small = Array.from({ length: 5 }, (_, index) =>
+        db.subscribe(`q${index}`, { text: (index % 2 === 0 ? "é" : "e").repeat(index % 2 === 0 ? 10000 : 20000) }),
+      );
+      const huge = db.subscribe("huge", { text: "x".repeat(70000) }, undefined, { onError: (error, subscription) => errors.push({ error, subscription }) });
+      const stream = await server.streams.next();
+      // As a DBWatch server refuses a body over 64 KiB.
+      server.refusePost(400, { message: "the message is longer than 64 KiB", reason: "badRequest" }, (body) => body.query === "huge");
+      await stream.hello("e/1");
+      const posts = [];
+      while (posts.flatMap((post) => (Array.isArray(post.body) ? post.body : [post.body])).length < 6) {
+        posts.push(await server.posts.next());
+      }
+      const sizes = posts.map((post) => new TextEncoder().encode(JSON.stringify(post.body)).length);
+      // In order: three, two, then the long one alone (refused).
+      assert.deepEqual(posts.map((post) => (Array.isArray(post.body) ? post.body.map((message) => message.query) : post.body.query)), [
+        ["q0", "q1", "q2"],
+        ["q3", "q4"],
+        "huge",
+      ]);
+      assert.ok(sizes[0] <= 65536 && sizes[1] <= 65536, `parts of ${sizes}`);
+      assert.ok(sizes[0] + sizes[1] > 65536);
+      assert.equal(posts[2].status, 400);
+      const { error, subscription } = await errors.next();
+      assert.equal(subscription, huge);
+      assert.equal(error.reason, "badRequest");
+      assert.equal(small.length, 5);
+    } finally {
+      db.close();
+    }
+  });
+});
+
 test("a 404 unknownQuery is the subscription's error; a 404 unknownSession on an open stream opens a new one, where every subscription subscribes again", options, async () => {
   await withServer(async (server) => {
     const db = connect(server.url, { retry: fast, onError: () => {} });

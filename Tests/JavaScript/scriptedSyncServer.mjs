@@ -78,8 +78,9 @@ export class ScriptedStream {
  * - `posts`: a `Queue` of `{session, headers, body}`, one per `POST
  *   /sync/SESSION` of a session whose stream is open (answered 202); others
  *   are answered 404 `unknownSession`.
- * - `refusePost(status, body)`: the next `POST` of an open session is
- *   answered with that error (and queued in `posts` with its `status`).
+ * - `refusePost(status, body, matches)`: the next `POST` of an open session
+ *   whose parsed body `matches` (any, by default) is answered with that
+ *   error (and queued in `posts` with its `status`).
  * - `refuse(status, body)`: the next `GET /sync` is answered with that error;
  *   `refused`: a `Queue` of the times (`performance.now()`) of those answers.
  * - `close()`: closes every connection and the server.
@@ -124,7 +125,8 @@ export async function startScriptedSyncServer() {
           return;
         }
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-        const refusal = postRefusals.shift();
+        const index = postRefusals.findIndex((refusal) => refusal.matches(body));
+        const refusal = index < 0 ? undefined : postRefusals.splice(index, 1)[0];
         if (refusal) {
           response.writeHead(refusal.status, { "Content-Type": "application/json" });
           response.end(JSON.stringify(refusal.body));
@@ -149,8 +151,8 @@ export async function startScriptedSyncServer() {
     refuse(status, body) {
       refusals.push({ status, body });
     },
-    refusePost(status, body) {
-      postRefusals.push({ status, body });
+    refusePost(status, body, matches = () => true) {
+      postRefusals.push({ status, body, matches });
     },
     close() {
       server.closeAllConnections();

@@ -501,10 +501,16 @@ export class Connection {
 
   // After a hello: every subscription in one array, which the server
   // handles together, so that all of them enter the same first batch.
+  // Every subscription in one array, handled together by the server: they
+  // enter one batch. A server takes a body of 64 KiB at most: a longer
+  // array goes in parts (each enters a batch of its own), and a message
+  // that alone is too long goes by itself (its refusal is its subscription's).
   #sendSubscribeAll() {
     const messages = [...this.#states].map((state) => this.#subscribeMessage(state));
-    if (messages.length === 1) this.#post(messages[0], this.#byId.get(messages[0].id));
-    else if (messages.length > 1) this.#post(messages);
+    for (const part of arrayParts(messages, maximumPostBytes)) {
+      if (part.length === 1) this.#post(part[0], this.#byId.get(part[0].id));
+      else this.#post(part);
+    }
   }
 
   #subscribeMessage(state) {
@@ -736,6 +742,33 @@ function stageEntry(state, entry) {
     default:
       throw new ChangeError(`an entry of unknown kind ${JSON.stringify(entry?.kind)}`);
   }
+}
+
+/** The longest body a DBWatch server takes in `POST /sync/SESSION`, in bytes. */
+const maximumPostBytes = 64 * 1024;
+
+/**
+ * Splits `messages` into arrays whose JSON is at most `limit` bytes of
+ * UTF-8, in order; a message longer than that alone is a part by itself.
+ */
+function arrayParts(messages, limit) {
+  const encoder = new TextEncoder();
+  const parts = [];
+  let part = [];
+  let size = 2; // the brackets
+  for (const message of messages) {
+    const length = encoder.encode(JSON.stringify(message)).length;
+    const added = part.length === 0 ? length : length + 1; // the comma
+    if (part.length > 0 && size + added > limit) {
+      parts.push(part);
+      part = [];
+      size = 2;
+    }
+    part.push(message);
+    size += part.length === 1 ? length : length + 1;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
 }
 
 /** An error of the server: `code`, `message` and `status` as it sent them. */
