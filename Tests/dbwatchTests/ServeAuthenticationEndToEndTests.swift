@@ -253,6 +253,40 @@ struct ServeAuthenticationEndToEndTests {
         }
     }
 
+    /// With `--session-claims sub`, a connection takes the messages of a
+    /// refreshed token whose other claims changed (Azure AD's `uti`), but
+    /// still refuses another subject, and another value of a claim a query
+    /// binds (`:auth_team`); by default, a changed `uti` is another owner.
+    @Test(.hangLimit(minutes: 1))
+    func sessionClaimsNameTheClaimsAConnectionBelongsTo() async throws {
+        try await withTemporaryDirectory { scratch in
+            let path = try serving.makePlayers(in: scratch)
+            let secret = try file(Self.secret, named: "jwt.secret", in: scratch)
+            let team = "team=SELECT id, name, score FROM player WHERE team = :auth_team ORDER BY score DESC LIMIT :n"
+            let bearer = { (claims: TestClaims) in [("Authorization", "Bearer " + (try await self.jwt(claims)))] }
+            let opening = try await bearer(TestClaims(sub: "alice", team: "red", exp: inSeconds(600), uti: "first"))
+            let refreshed = try await bearer(
+                TestClaims(sub: "alice", team: "red", exp: inSeconds(900), uti: "second"))
+            let subscribe: [String: Any] = ["type": "subscribe", "id": "mine", "query": "team", "params": ["n": "5"]]
+            for sessionClaims in [nil, "sub"] as [String?] {
+                var arguments = ["--query", team, "--auth-jwt-secret-file", secret]
+                if let sessionClaims { arguments += ["--session-claims", sessionClaims] }
+                let served = try await serving.serve(path, arguments)
+                defer { served.run.kill() }
+                let client = try await SyncTestClient.connect(String(served.url.dropLast()), headers: opening)
+                for stranger in [
+                    TestClaims(sub: "alice", team: "blue", exp: inSeconds(600), uti: "first"),
+                    TestClaims(sub: "bob", team: "red", exp: inSeconds(600), uti: "first"),
+                ] {
+                    let refused = try await client.send(subscribe, headers: try await bearer(stranger))
+                    #expect(refused.status == 404, "\(stranger): \(refused.body)")
+                }
+                let status = try await client.send(subscribe, headers: refreshed).status
+                #expect(status == (sessionClaims == nil ? 404 : 202), "--session-claims \(sessionClaims ?? "absent")")
+            }
+        }
+    }
+
     @Test(.hangLimit(minutes: 1))
     func claimsCannotComeFromTheQueryStringAndBadJWTsAreRefused() async throws {
         try await withTemporaryDirectory { scratch in
@@ -367,6 +401,8 @@ struct TestClaims: JWTPayload {
     var exp: Int?
     var nbf: Int?
     var iat: Int?
+    /// A claim some identity providers change when they refresh a token (Azure AD).
+    var uti: String?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

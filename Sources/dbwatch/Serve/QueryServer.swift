@@ -66,6 +66,9 @@ final class QueryServer: Sendable {
     let access: ServeAccess
     /// `GET /metrics`, when served.
     let metrics: PrometheusEndpoint?
+    /// The claims a sync connection belongs to, when `--session-claims`
+    /// names them: those and every claim a query binds.
+    private let ownerClaims: Set<String>?
     private let streams = Atomic<Int>(0)
     private let clientNumbers = Atomic<Int>(0)
 
@@ -85,6 +88,7 @@ final class QueryServer: Sendable {
         self.connections = connections
         self.access = access
         self.metrics = metrics
+        ownerClaims = access.sessionClaims.map { $0.union(queries.flatMap(\.claimNames)) }
     }
 
     /// Streams open now.
@@ -140,14 +144,17 @@ final class QueryServer: Sendable {
         // The sync protocol: the same queries, keyed by their key columns.
         router.get("sync") { [self] request, context in
             counted(request, context: context) {
-                live.syncEvents(for: request, context: context, owner: context.identity.connectionOwner) {
+                live.syncEvents(
+                    for: request, context: context, owner: context.identity.connectionOwner(claims: ownerClaims)
+                ) {
                     [self] subscription in
                     try syncQuery(subscription, identity: context.identity)
                 }
             }
         }
         router.post("sync/:session") { [self] request, context in
-            await live.syncMessage(request, context: context, owner: context.identity.connectionOwner)
+            await live.syncMessage(
+                request, context: context, owner: context.identity.connectionOwner(claims: ownerClaims))
         }
         // The catch-up over plain HTTP: shared caches may keep complete
         // answers only when no credentials decide what a query returns.

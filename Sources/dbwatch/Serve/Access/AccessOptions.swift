@@ -23,6 +23,20 @@ struct AccessOptions: ParsableArguments {
     @Flag(help: "Serve anyone who can reach --host, without authentication (needed for an address beyond loopback).")
     var noAuth = false
 
+    @Option(
+        help: ArgumentHelp(
+            "The JWT claims a sync connection belongs to, comma-separated: a message posted to it needs a token with "
+                + "the same values of these and of every claim a query binds. Default: every claim but exp, iat, nbf "
+                + "and jti; give sub,iss for an identity provider whose refreshed tokens change other claims "
+                + "(Azure AD's uti, aio, rh).",
+            valueName: "claims"))
+    var sessionClaims: String?
+
+    /// The names `--session-claims` gives, if given.
+    var sessionClaimNames: Set<String>? {
+        sessionClaims.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+    }
+
     /// Whether a token or key file is given.
     var isConfigured: Bool { authTokenFile != nil || authJwtSecretFile != nil }
 
@@ -30,6 +44,14 @@ struct AccessOptions: ParsableArguments {
         if noAuth && isConfigured {
             throw ValidationError(
                 "--no-auth contradicts --auth-token-file and --auth-jwt-secret-file: give one or the other.")
+        }
+        if let names = sessionClaimNames {
+            if authJwtSecretFile == nil {
+                throw ValidationError("--session-claims names JWT claims: give --auth-jwt-secret-file too.")
+            }
+            if names.contains("") || names.isEmpty {
+                throw ValidationError("--session-claims takes claim names separated by commas, such as sub,iss.")
+            }
         }
     }
 
@@ -48,7 +70,8 @@ struct AccessOptions: ParsableArguments {
     func load() async throws -> ServeAccess {
         guard isConfigured else { return .open }
         do {
-            return try await ServeAccess.load(tokenFile: authTokenFile, jwtKeyFile: authJwtSecretFile)
+            return try await ServeAccess.load(
+                tokenFile: authTokenFile, jwtKeyFile: authJwtSecretFile, sessionClaims: sessionClaimNames)
         } catch {
             throw ErrorReport.exit(for: error.commandFailure)
         }

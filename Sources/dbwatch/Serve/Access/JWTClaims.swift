@@ -104,6 +104,11 @@ struct JWTClaims: JWTPayload, Hashable {
         JWTClaims(values.filter { !Self.lifetimeClaims.contains($0.key) })
     }
 
+    /// Only the claims named in `names` (those the token has).
+    func only(_ names: Set<String>) -> JWTClaims {
+        JWTClaims(values.filter { names.contains($0.key) })
+    }
+
     /// Refuses a token without `exp`, expired, or whose `nbf` is still to come.
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try verifyTime(now: Date())

@@ -31,14 +31,15 @@ final class ServeAccess: Sendable {
         }
 
         /// Who may post to a sync connection opened with this identity: the
-        /// same identity after its token is refreshed. A JWT counts by its
-        /// claims without those a refresh renews (``JWTClaims/lifetimeClaims``),
-        /// so a page that refreshes its token keeps its connection, and a
-        /// token with other claims (another user, another team) cannot
-        /// post to it.
-        var connectionOwner: Identity {
+        /// same identity after its token is refreshed. A JWT counts by the
+        /// claims in `names` (`--session-claims`, with every claim a query
+        /// binds), or when none are configured by its claims without those
+        /// a refresh renews (``JWTClaims/lifetimeClaims``). So a page that
+        /// refreshes its token keeps its connection, and a token with other
+        /// claims (another user, another team) cannot post to it.
+        func connectionOwner(claims names: Set<String>?) -> Identity {
             guard case .jwt(let claims) = self else { return self }
-            return .jwt(claims.withoutLifetime)
+            return .jwt(names.map(claims.only) ?? claims.withoutLifetime)
         }
     }
 
@@ -52,16 +53,20 @@ final class ServeAccess: Sendable {
     let tokenFile: String?
     /// The JWT key file, if any.
     let jwtKeyFile: String?
+    /// The claims a sync connection belongs to (`--session-claims`);
+    /// `nil`: every claim but ``JWTClaims/lifetimeClaims``.
+    let sessionClaims: Set<String>?
     private let credentials: Locked<Credentials>
 
-    private init(tokenFile: String?, jwtKeyFile: String?, credentials: Credentials) {
+    private init(tokenFile: String?, jwtKeyFile: String?, sessionClaims: Set<String>?, credentials: Credentials) {
         self.tokenFile = tokenFile
         self.jwtKeyFile = jwtKeyFile
+        self.sessionClaims = sessionClaims
         self.credentials = Locked(credentials)
     }
 
     /// No authentication: every request is ``Identity/anonymous``.
-    static let open = ServeAccess(tokenFile: nil, jwtKeyFile: nil, credentials: Credentials())
+    static let open = ServeAccess(tokenFile: nil, jwtKeyFile: nil, sessionClaims: nil, credentials: Credentials())
 
     /// Whether requests must authenticate.
     var isRequired: Bool { tokenFile != nil || jwtKeyFile != nil }
@@ -71,11 +76,14 @@ final class ServeAccess: Sendable {
 
     /// Reads the files. One that cannot be read or holds nothing usable
     /// throws an ``AccessFileError``.
-    static func load(tokenFile: String?, jwtKeyFile: String?) async throws(AccessFileError) -> ServeAccess {
+    static func load(
+        tokenFile: String?, jwtKeyFile: String?, sessionClaims: Set<String>? = nil
+    ) async throws(AccessFileError) -> ServeAccess {
         var credentials = Credentials()
         if let tokenFile { credentials.tokens = try AccessTokens(contentsOf: tokenFile) }
         if let jwtKeyFile { credentials.keys = try await JWTKeyFile.keys(contentsOf: jwtKeyFile) }
-        return ServeAccess(tokenFile: tokenFile, jwtKeyFile: jwtKeyFile, credentials: credentials)
+        return ServeAccess(
+            tokenFile: tokenFile, jwtKeyFile: jwtKeyFile, sessionClaims: sessionClaims, credentials: credentials)
     }
 
     /// Re-reads the files; returns one line per file for standard error. A
