@@ -61,8 +61,11 @@ final class SyncFeed: Sendable {
         let generation: Int
     }
 
-    /// What a session reads when it composes a batch.
-    struct View {
+    /// What a session reads when it composes a batch: a snapshot of the
+    /// feed's state, made when the feed moves. A class: a session reads
+    /// its subscriptions' views on every batch, and a reference costs one
+    /// retain where a copy of these fields costs a dozen.
+    final class View: Sendable {
         let current: Current?
         /// The latest position at which `current` is known to be the value.
         let lastPosition: UInt64
@@ -71,6 +74,18 @@ final class SyncFeed: Sendable {
         let probe: ObservationProbe?
         /// The feed ended (the database closed or was replaced).
         let ended: ClientFinish?
+
+        init(
+            current: Current?, lastPosition: UInt64, failure: Failure?, history: SyncHistory,
+            probe: ObservationProbe?, ended: ClientFinish?
+        ) {
+            self.current = current
+            self.lastPosition = lastPosition
+            self.failure = failure
+            self.history = history
+            self.probe = probe
+            self.ended = ended
+        }
 
         /// The first position at which `current` may no longer be the
         /// value: the first commit after `lastPosition` that touched what
@@ -94,14 +109,14 @@ final class SyncFeed: Sendable {
 
     private struct State {
         var sessions: [ObjectIdentifier: SyncSession] = [:]
-        var current: Current?
-        var lastPosition: UInt64 = 0
-        var failure: Failure?
+        var current: Current? { didSet { view = nil } }
+        var lastPosition: UInt64 = 0 { didSet { view = nil } }
+        var failure: Failure? { didSet { view = nil } }
         var failures = 0
-        var history: SyncHistory
-        var probe: ObservationProbe?
+        var history: SyncHistory { didSet { view = nil } }
+        var probe: ObservationProbe? { didSet { view = nil } }
         var task: Task<Void, Never>?
-        var ended: ClientFinish?
+        var ended: ClientFinish? { didSet { view = nil } }
         /// When the last session left, while none came back (or when a
         /// catch-up request used a feed no session uses).
         var idleSince: ContinuousClock.Instant?
@@ -109,6 +124,9 @@ final class SyncFeed: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// ``stop()`` ran: no fetch comes.
         var stopped = false
+        /// The view of the fields that clear it, made once per change for
+        /// all the sessions that read it.
+        var view: View?
 
         /// Whether the first fetch ended (a value, a failure, the end).
         var hasFetched: Bool { current != nil || failure != nil || ended != nil }
@@ -125,10 +143,13 @@ final class SyncFeed: Sendable {
     }
 
     var view: View {
-        state.withLock {
-            View(
-                current: $0.current, lastPosition: $0.lastPosition, failure: $0.failure, history: $0.history,
-                probe: $0.probe, ended: $0.ended)
+        state.withLock { state in
+            if let view = state.view { return view }
+            let view = View(
+                current: state.current, lastPosition: state.lastPosition, failure: state.failure,
+                history: state.history, probe: state.probe, ended: state.ended)
+            state.view = view
+            return view
         }
     }
 
