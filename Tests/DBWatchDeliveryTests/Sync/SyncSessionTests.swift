@@ -203,6 +203,47 @@ struct SyncSessionTests {
         }
     }
 
+    /// A catch-up request never makes a lingering subscription give way:
+    /// its history is what a returning client resumes from, and requests
+    /// with ever new parameters would otherwise push every one out. At the
+    /// limit, a catch-up of a query no feed observes is refused (503).
+    @Test func aCatchUpDoesNotPushOutALingeringSubscription() async throws {
+        try await withTimeout {
+            let database = try DatabaseQueue()
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
+                try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
+            }
+            var configuration = LiveQueriesConfiguration()
+            configuration.maxObservations = 1
+            configuration.syncLinger = .seconds(3600)
+            let live = LiveQueries(database, configuration: configuration)
+            let resolve: @Sendable (SyncSubscription) async throws -> SyncQuery = { subscription in
+                .identifiable(TopItems(limit: Int(subscription.query) ?? 1))
+            }
+            let session = try live.syncSession(
+                transport: .serverSentEvents, owner: SyncOwner(nil), logger: Logger(label: "SyncSessionTests"),
+                resolve: resolve
+            ).get()
+            let written = Written()
+            let running = Task { try await session.run { frame in written.append(frame) } }
+            try await session.receive(Data(#"{"type":"subscribe","id":"a","query":"1"}"#.utf8))
+            try await waitUntil { written.batches.count == 1 }
+            try await session.receive(Data(#"{"type":"unsubscribe","id":"a"}"#.utf8))
+            let since = "\(live.syncEpoch)/\(database.commitPosition)"
+            let logger = Logger(label: "SyncSessionTests")
+            let other = await live.syncCatchUp(
+                SyncSubscription(query: "2"), since: since, shared: true, logger: logger, resolve: resolve)
+            #expect(other.status == 503)
+            let lingering = await live.syncCatchUp(
+                SyncSubscription(query: "1"), since: since, shared: true, logger: logger, resolve: resolve)
+            #expect(lingering.status == 200, "the lingering feed is still there")
+            session.clientLeft()
+            _ = try? await running.value
+            await live.shutDown()
+        }
+    }
+
     /// Holds fetches while closed, each until it is let through: a test
     /// knows which fetch is in flight when it commits.
     final class FetchHold: Hashable, @unchecked Sendable {  // every field is read and written with `condition` locked
