@@ -220,6 +220,39 @@ struct SyncClientTests {
         }
     }
 
+    /// A server that does not know the session while its stream is open
+    /// (behind a load balancer, a message reached another node) answers
+    /// `unknownSession`: the client opens a new stream, there, and
+    /// subscribes every sequence again.
+    @Test func anUnknownSessionWhileItsStreamIsOpenOpensANewStream() async throws {
+        try await withTimeout(seconds: Self.timeout) {
+            try await HummingbirdServer.with { first in
+                try await HummingbirdServer.with { second in
+                    try await addPlayer(second, "zoe", 1000)
+                    try await TCPProxy.with(to: first.port) { proxy in
+                        let clock = TestClock()
+                        let client = client("http://127.0.0.1:\(proxy.port)/", clock: clock)
+                        var count = client.values(of: "count", as: Int.self).makeAsyncIterator()
+                        let before = try await count.next()
+                        #expect(before == 2)
+                        // The stream stays with the first server; the next
+                        // message reaches the second.
+                        proxy.retarget(to: second.port)
+                        await proxy.dropConnections(keepingFirst: 1)
+                        var top = client.values(of: "top", params: ["n": "3"], as: [RankedPlayer].self)
+                            .makeAsyncIterator()
+                        let (after, topValue) = try await reconnecting(clock) {
+                            (try await count.next(), try await top.next())
+                        }
+                        #expect(after == 3, "the second server's count")
+                        #expect(topValue == (try await leaderboard(second, limit: 3)))
+                        await client.close()
+                    }
+                }
+            }
+        }
+    }
+
     @Test func errorsAreValuesOfResultsAndThrownByValues() async throws {
         try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in

@@ -96,6 +96,18 @@ final class TCPProxy: Sendable {
         for connection in connections { try? await connection.close() }
     }
 
+    /// Closes every connection but the first `count` made so far (a
+    /// stream that stays with its server while the next requests go to
+    /// another, as behind a load balancer).
+    func dropConnections(keepingFirst count: Int) async {
+        let connections = state.withLock { state in
+            // Each connection is a pair: the client's side, then the server's.
+            defer { state.connections = Array(state.connections.prefix(2 * count)) }
+            return Array(state.connections.dropFirst(2 * count))
+        }
+        for connection in connections { try? await connection.close() }
+    }
+
     private func stop() async {
         try? await server.close()
         accepting.cancel()

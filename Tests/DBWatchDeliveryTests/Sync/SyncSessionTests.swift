@@ -166,6 +166,51 @@ struct SyncSessionTests {
         }
     }
 
+    /// Items from a table that does not exist: every fetch fails.
+    struct MissingItems: Queryable {
+        static var defaultValue: [Item] { [] }
+        func fetch(_ db: Database) throws -> [Item] {
+            try db.execute(sql: "SELECT * FROM missing")
+            return []
+        }
+    }
+
+    /// A subscription whose fetches fail is in error, as its client is told:
+    /// though it came in an array (whose subscriptions wait for each other's
+    /// first values), it holds back no batch of the others.
+    @Test func aSubscriptionInErrorHoldsNoBatchBack() async throws {
+        try await withTimeout {
+            let database = try DatabaseQueue()
+            try await database.write { db in
+                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
+                try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
+            }
+            let live = LiveQueries(database)
+            let session = try live.syncSession(
+                transport: .serverSentEvents, owner: SyncOwner(nil), logger: Logger(label: "SyncSessionTests"),
+                resolve: { subscription in
+                    subscription.query == "broken" ? .identifiable(MissingItems()) : .identifiable(TopItems(limit: 5))
+                }
+            ).get()
+            let written = Written()
+            let running = Task { try await session.run { frame in written.append(frame) } }
+            let array =
+                #"[{"type":"subscribe","id":"good","query":"top"},"#
+                + #"{"type":"subscribe","id":"bad","query":"broken"}]"#
+            try await session.receive(Data(array.utf8))
+            try await waitUntil { !written.batches.isEmpty }
+            let errors = written.all.filter { $0["type"] as? String == "error" }
+            #expect(errors.map { $0["id"] as? String } == ["bad"])
+            #expect((written.batches[0]["changes"] as? [String: Any])?.keys.sorted() == ["good"])
+            try await database.write { db in try db.execute(sql: "INSERT INTO item (id, score) VALUES (2, 2)") }
+            try await waitUntil { written.batches.count == 2 }
+            #expect((written.batches[1]["changes"] as? [String: Any])?.keys.sorted() == ["good"])
+            session.clientLeft()
+            _ = try? await running.value
+            await live.shutDown()
+        }
+    }
+
     /// At the limit of observations, a subscription that lingers after its
     /// client left gives way to a query a client asks for; one that a
     /// client uses does not (the newcomer is refused).
