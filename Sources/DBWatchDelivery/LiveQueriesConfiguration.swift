@@ -98,8 +98,10 @@ public struct LiveQueriesConfiguration: Sendable {
     /// history, after its last client left: a client that reconnects
     /// meanwhile resumes with the changes it missed. Default 2 minutes. A
     /// lingering subscription counts against ``maxObservations`` but never
-    /// refuses a client: at that limit, the one left the longest ago stops
-    /// to make room for a query a client asks for.
+    /// refuses a subscription: at that limit, the one left the longest ago
+    /// stops to make room for a query a client subscribes to. (Not for a
+    /// catch-up request: it pushes out only what catch-ups alone observe,
+    /// and is refused with `tooManyObservations` otherwise.)
     ///
     /// ```swift
     /// configuration.syncLinger = .seconds(30)

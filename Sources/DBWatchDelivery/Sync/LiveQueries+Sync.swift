@@ -65,9 +65,10 @@ extension LiveQueries {
     /// ``LiveQueriesConfiguration/maxObservations``. At that limit, the feed
     /// that no client has used for the longest (one that lingers, see
     /// ``LiveQueriesConfiguration/syncLinger``) stops to make room for a
-    /// subscription: a lingering feed never refuses a client. A catch-up
-    /// request (without a session) makes no room: it is refused at the
-    /// limit. For one, a feed no session uses is idle from now: it
+    /// subscription: a lingering feed never refuses a subscription. A
+    /// catch-up request (without a session) makes room only among the
+    /// feeds that catch-ups alone used, and is refused if there is none.
+    /// For one, a feed no session uses is idle from now: it
     /// lingers for ``LiveQueriesConfiguration/syncLinger``, so that the
     /// next catch-up finds its history.
     func syncFeed(
@@ -85,11 +86,12 @@ extension LiveQueries {
             }
             let others = state.observations.count + state.syncFeeds.count - (state.syncFeeds[query.key] == nil ? 0 : 1)
             if others >= configuration.maxObservations {
-                // Only a subscription pushes a lingering feed out: a
-                // catch-up with ever new parameters would push out every
-                // history returning clients resume from.
-                guard session != nil else { return nil }
-                let lingering = state.syncFeeds.values.compactMap { feed in feed.idleSince.map { (feed, $0) } }
+                // A catch-up pushes out only a feed that catch-ups alone
+                // used: with ever new parameters it would otherwise push
+                // out every history returning clients resume from.
+                let lingering = state.syncFeeds.values.compactMap { feed in
+                    session != nil || !feed.hadSessions ? feed.idleSince.map { (feed, $0) } : nil
+                }
                 guard let oldest = lingering.min(by: { $0.1 < $1.1 })?.0 else { return nil }
                 state.syncFeeds[oldest.key] = nil
                 evicted = oldest

@@ -124,6 +124,8 @@ final class SyncFeed: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// ``stop()`` ran: no fetch comes.
         var stopped = false
+        /// A session used it (else only catch-up requests did).
+        var hadSessions = false
         /// The view of the fields that clear it, made once per change for
         /// all the sessions that read it.
         var view: View?
@@ -157,10 +159,16 @@ final class SyncFeed: Sendable {
 
     // MARK: - Sessions
 
-    func attach(_ session: SyncSession) {
+    /// Adds a session (again, if it is already there); returns `false`
+    /// when the feed stopped (it lingered out): the session needs a new one.
+    @discardableResult
+    func attach(_ session: SyncSession) -> Bool {
         state.withLock {
+            guard !$0.stopped else { return false }
             $0.sessions[ObjectIdentifier(session)] = session
             $0.idleSince = nil
+            $0.hadSessions = true
+            return true
         }
     }
 
@@ -212,6 +220,10 @@ final class SyncFeed: Sendable {
     var idleSince: ContinuousClock.Instant? {
         state.withLock { $0.sessions.isEmpty ? $0.idleSince : nil }
     }
+
+    /// Whether a session ever used it (a feed only catch-up requests used
+    /// holds no history a returning client resumes from).
+    var hadSessions: Bool { state.withLock { $0.hadSessions } }
 
     /// Whether no session has used it since `deadline`: it may stop.
     func isIdle(before deadline: ContinuousClock.Instant) -> Bool {

@@ -38,7 +38,8 @@ package final class SyncSession: Sendable {
         case value(at: UInt64)
     }
 
-    /// One subscription, touched only under the session's lock. A class:
+    /// One subscription: its `var`s are touched only under the session's
+    /// lock (its `let`s are read anywhere). A class:
     /// composing a batch reads every subscription, and a reference costs
     /// one retain to read where a struct of views costs a dozen.
     final class Subscription {
@@ -78,9 +79,6 @@ package final class SyncSession: Sendable {
         var receiving = 0
         /// The ids of the subscriptions of each feed.
         var idsByFeed: [ObjectIdentifier: [String]] = [:]
-        /// The feeds that moved since the last batch was composed: their
-        /// subscriptions' views are read again.
-        var moved: Set<ObjectIdentifier> = []
 
         /// Whether a subscription uses `feed`.
         func uses(_ feed: SyncFeed) -> Bool {
@@ -90,8 +88,6 @@ package final class SyncSession: Sendable {
         mutating func add(_ subscription: Subscription, id: String) {
             subscriptions[id] = subscription
             idsByFeed[ObjectIdentifier(subscription.feed), default: []].append(id)
-            // Read again at the next composition, for a failure to report.
-            moved.insert(ObjectIdentifier(subscription.feed))
         }
 
         /// Removes subscription `id`; returns its feed if no other
@@ -124,6 +120,10 @@ package final class SyncSession: Sendable {
     let logger: Logger
     let resolve: @Sendable (SyncSubscription) async throws -> SyncQuery
     private let state: Locked<State>
+    /// The feeds that moved since the last batch was composed: their
+    /// subscriptions' views are read again. Apart from `state`, so that a
+    /// feed telling its sessions never waits for one composing a batch.
+    private let moved = Locked<Set<ObjectIdentifier>>([])
 
     init(
         live: LiveQueries, transport: Transport, owner: SyncOwner, logger: Logger,
@@ -208,7 +208,7 @@ package final class SyncSession: Sendable {
     /// A feed moved: the write loop composes the next batch when it can,
     /// with the feed's new view.
     func feedDidMove(_ feed: SyncFeed) {
-        state.withLock { _ = $0.moved.insert(ObjectIdentifier(feed)) }
+        moved.withLock { _ = $0.insert(ObjectIdentifier(feed)) }
         wake()
     }
 
@@ -264,9 +264,12 @@ package final class SyncSession: Sendable {
     private func handle(_ message: SyncClientMessage, together: Bool) async throws(LiveQueriesError) {
         switch message {
         case .unsubscribe(let id):
-            // The feed is left only when no other subscription of this session uses it.
-            let left = state.withLock { $0.remove(id) }
-            if let left { live.detach(self, from: left) }
+            // The feed is left only when no other subscription of this
+            // session uses it, decided and done under the session's lock:
+            // a subscribe of the same feed meanwhile attaches again after.
+            state.withLock { state in
+                if let left = state.remove(id) { live.detach(self, from: left) }
+            }
         case .subscribe(let id, let subscription, let mode, let position):
             do {
                 try await subscribe(id, to: subscription, mode: mode, position: position, together: together)
@@ -294,9 +297,6 @@ package final class SyncSession: Sendable {
         }
         if let refusal { throw refusal }
         let query = try await live.resolveSyncQuery(subscription, with: resolve)
-        // Attached to the feed under the registry's lock: a feed that moves
-        // meanwhile wakes this session, and an idle one cannot stop between.
-        let feed = try live.syncFeed(for: query, attaching: self, logger: logger)
         // A position of this epoch no later than the server's: the client's
         // value as of then. Any other position is unknown: a snapshot.
         let held: Held =
@@ -304,25 +304,54 @@ package final class SyncSession: Sendable {
                 let known = position.epoch == epoch && position.sequence <= live.database.commitPosition
                 return .resuming(from: known ? position.sequence : nil)
             } ?? .nothing
-        let added = state.withLock { state -> Result<Void, LiveQueriesError>? in
-            guard !state.isClosed else { return nil }
-            // Checked again: other subscribes ran while this one resolved.
-            if state.subscriptions[id] != nil { return .failure(.duplicateSubscription(id)) }
-            if state.subscriptions.count >= limit { return .failure(.tooManySubscriptions(limit)) }
-            state.add(
-                Subscription(feed: feed, mode: mode, held: held, holdsBatches: position != nil || together),
-                id: id)
-            return .success(())
+        // A feed that lingered out between the registry and the insertion
+        // (an unsubscribe of the same feed left it meanwhile): another.
+        for _ in 0..<3 {
+            // Attached to the feed under the registry's lock: a feed that moves
+            // meanwhile wakes this session, and an idle one cannot stop between.
+            let feed = try live.syncFeed(for: query, attaching: self, logger: logger)
+            let insertion = state.withLock { state -> Insertion in
+                guard !state.isClosed else {
+                    if !state.uses(feed) { live.detach(self, from: feed) }
+                    return .closed
+                }
+                // Checked again: other subscribes ran while this one resolved.
+                var refusal: LiveQueriesError?
+                if state.subscriptions[id] != nil { refusal = .duplicateSubscription(id) }
+                if state.subscriptions.count >= limit { refusal = .tooManySubscriptions(limit) }
+                if let refusal {
+                    if !state.uses(feed) { live.detach(self, from: feed) }
+                    return .refused(refusal)
+                }
+                // Attached again under the session's lock: an unsubscribe
+                // of the same feed may have left it since the registry.
+                guard feed.attach(self) else { return .feedStopped }
+                state.add(
+                    Subscription(feed: feed, mode: mode, held: held, holdsBatches: position != nil || together),
+                    id: id)
+                return .added
+            }
+            switch insertion {
+            case .added:
+                // Read again at the next composition, for a failure to report.
+                feedDidMove(feed)
+                return
+            case .refused(let refusal): throw refusal
+            case .closed: return
+            case .feedStopped: continue
+            }
         }
-        switch added {
-        case .success?:
-            wake()
-        case .failure(let refusal)?:
-            if !state.withLock({ $0.uses(feed) }) { live.detach(self, from: feed) }
-            throw refusal
-        case nil:
-            live.detach(self, from: feed)
-        }
+        throw .tooManyObservations
+    }
+
+    /// How a subscription's insertion ended.
+    private enum Insertion {
+        case added
+        case refused(LiveQueriesError)
+        /// The session ended meanwhile.
+        case closed
+        /// The feed stopped meanwhile: subscribe to a new one.
+        case feedStopped
     }
 
     /// Sends an error message: queued in the session (the client's mailbox
@@ -362,8 +391,10 @@ package final class SyncSession: Sendable {
             guard !state.isClosed else { return [] }
             var frames = state.errors
             state.errors = []
-            let moved = state.moved
-            state.moved = []
+            let moved = moved.withLock { moved in
+                defer { moved = [] }
+                return moved
+            }
             for feed in moved {
                 guard let ids = state.idsByFeed[feed], let first = ids.first,
                     let view = state.subscriptions[first]?.feed.view
