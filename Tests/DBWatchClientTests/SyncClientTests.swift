@@ -144,7 +144,8 @@ struct SyncClientTests {
     /// After a reconnection the client subscribes again in one array: in
     /// several when one would exceed the server's 64 KiB limit on a body
     /// (else the server refuses it whole, and no subscription is followed
-    /// again); a message that alone exceeds it is its subscription's refusal.
+    /// again); a message that alone exceeds it is its subscription's
+    /// refusal, whether it goes alone or after a reconnection.
     @Test func subscriptionsTooLongForOneArraySubscribeAgainInSeveral() async throws {
         try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { server in
@@ -176,7 +177,17 @@ struct SyncClientTests {
 
                     await proxy.dropConnections()
                     await clock.waitForSleepers()  // waiting to reconnect
+                    // Subscribed while away: with the others, after the reconnection.
+                    var hugeAgain = client.values(
+                        of: "top", params: ["pad": String(repeating: "y", count: 70_000)], as: [RankedPlayer].self
+                    ).makeAsyncIterator()
                     try await reconnecting(clock) {
+                        do {
+                            _ = try await hugeAgain.next()
+                            Issue.record("a message longer than the server takes is refused")
+                        } catch let refusal as SyncClientError {
+                            #expect(refusal.status == 400 && refusal.reason == "badRequest", "\(refusal)")
+                        }
                         try await addPlayer(server, "dave", 500)
                         for index in tops.indices {
                             let next = try await tops[index].next()

@@ -37,8 +37,10 @@ struct SourceFailureTests {
                 try await replica.catchUp(with: scene.client)
                 // The process streaming to the replica, stopped as a machine
                 // that vanished would be: no answer, no close.
-                let reconnects = replica.status.reconnects
                 let pid = try await scene.stopSlotHolder()
+                // Read after the stop: a reconnection of a slow run before it
+                // does not count; the stop's comes a query timeout later.
+                let reconnects = replica.status.reconnects
                 do {
                     // Given up on: "sent nothing", then (retrying) the slot
                     // still held by the stopped process; either may be the

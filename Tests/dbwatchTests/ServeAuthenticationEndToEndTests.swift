@@ -283,6 +283,12 @@ struct ServeAuthenticationEndToEndTests {
                 }
                 let status = try await client.send(subscribe, headers: refreshed).status
                 #expect(status == (sessionClaims == nil ? 404 : 202), "--session-claims \(sessionClaims ?? "absent")")
+                if sessionClaims != nil {
+                    // Without the named claim, any two tokens would be one owner.
+                    let anonymous = try await bearer(TestClaims(team: "red", exp: inSeconds(600)))
+                    #expect(try await get(served.url + "sync", headers: anonymous).status == 403)
+                    #expect(try await client.send(subscribe, headers: anonymous).status == 403)
+                }
             }
         }
     }

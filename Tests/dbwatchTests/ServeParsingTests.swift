@@ -39,6 +39,23 @@ struct ServeParsingTests {
         #expect(try DBWatchCommand.parseAsRoot(query + ["--host", "::1"]) is ServeCommand)
     }
 
+    /// `--session-claims` names claims of a JWT: it needs the JWT key, and
+    /// refuses what is no claim name or what a refresh renews.
+    @Test func sessionClaimsNeedJWTsAndClaimsARefreshKeeps() throws {
+        let query = ["serve", "db.sqlite", "--query", "a=SELECT 1"]
+        let serve = try #require(
+            try DBWatchCommand.parseAsRoot(
+                query + ["--auth-jwt-secret-file", "k", "--session-claims", "sub, iss"]) as? ServeCommand)
+        #expect(serve.access.sessionClaimNames == ["sub", "iss"])
+        for bad in [
+            ["--session-claims", "sub"], ["--auth-jwt-secret-file", "k", "--session-claims", "sub,,iss"],
+            ["--auth-jwt-secret-file", "k", "--session-claims", "sub,exp"],
+            ["--auth-token-file", "t.txt", "--session-claims", "sub"],
+        ] {
+            #expect(throws: (any Error).self, "\(bad)") { try DBWatchCommand.parseAsRoot(query + bad) }
+        }
+    }
+
     @Test func serveTakesQueriesAndItsOptions() throws {
         let command = try DBWatchCommand.parseAsRoot([
             "serve", "db.sqlite", "--query", "top=SELECT name FROM player WHERE score > :min = 1", "--query",

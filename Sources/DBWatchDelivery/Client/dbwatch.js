@@ -500,9 +500,7 @@ export class Connection {
   }
 
   // After a hello: every subscription in one array, which the server
-  // handles together, so that all of them enter the same first batch.
-  // Every subscription in one array, handled together by the server: they
-  // enter one batch. A server takes a body of 64 KiB at most: a longer
+  // handles together, so that all of them enter the same first batch. A server takes a body of 64 KiB at most: a longer
   // array goes in parts (each enters a batch of its own), and a message
   // that alone is too long goes by itself (its refusal is its subscription's).
   #sendSubscribeAll() {

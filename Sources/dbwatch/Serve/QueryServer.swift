@@ -143,18 +143,15 @@ final class QueryServer: Sendable {
         }
         // The sync protocol: the same queries, keyed by their key columns.
         router.get("sync") { [self] request, context in
-            counted(request, context: context) {
-                live.syncEvents(
-                    for: request, context: context, owner: context.identity.connectionOwner(claims: ownerClaims)
-                ) {
-                    [self] subscription in
+            let owner = try syncOwner(of: context.identity)
+            return counted(request, context: context) {
+                live.syncEvents(for: request, context: context, owner: owner) { [self] subscription in
                     try syncQuery(subscription, identity: context.identity)
                 }
             }
         }
         router.post("sync/:session") { [self] request, context in
-            await live.syncMessage(
-                request, context: context, owner: context.identity.connectionOwner(claims: ownerClaims))
+            await live.syncMessage(request, context: context, owner: try syncOwner(of: context.identity))
         }
         // The catch-up over plain HTTP: shared caches may keep complete
         // answers only when no credentials decide what a query returns.
@@ -230,6 +227,19 @@ final class QueryServer: Sendable {
 
     /// A stream (`stream` makes its response), counted against
     /// ``maxClients`` and logged when it starts and ends.
+    /// Who a sync connection opened or posted to by `identity` belongs to
+    /// (``ServeAccess/Identity/connectionOwner(claims:)``). A JWT without a
+    /// claim `--session-claims` names is refused (403): claims missing from
+    /// two tokens would make their holders one owner.
+    private func syncOwner(of identity: ServeAccess.Identity) throws(LiveQueriesError) -> ServeAccess.Identity {
+        if let required = access.sessionClaims, let claims = identity.claims,
+            let missing = required.sorted().first(where: { claims.value(of: $0) == nil })
+        {
+            throw .forbidden("the token has no claim \(missing), which --session-claims names")
+        }
+        return identity.connectionOwner(claims: ownerClaims)
+    }
+
     private func counted(
         _ request: Request, context: ServeRequestContext, stream: () -> Response
     ) -> Response {

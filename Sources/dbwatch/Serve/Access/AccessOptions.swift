@@ -28,13 +28,18 @@ struct AccessOptions: ParsableArguments {
             "The JWT claims a sync connection belongs to, comma-separated: a message posted to it needs a token with "
                 + "the same values of these and of every claim a query binds. Default: every claim but exp, iat, nbf "
                 + "and jti; give sub,iss for an identity provider whose refreshed tokens change other claims "
-                + "(Azure AD's uti, aio, rh).",
+                + "(Azure AD's uti, aio, rh). A token without one of these cannot open or post to a connection (403).",
             valueName: "claims"))
     var sessionClaims: String?
 
     /// The names `--session-claims` gives, if given.
     var sessionClaimNames: Set<String>? {
-        sessionClaims.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        sessionClaims.map {
+            Set(
+                $0.split(separator: ",", omittingEmptySubsequences: false).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                })
+        }
     }
 
     /// Whether a token or key file is given.
@@ -51,6 +56,10 @@ struct AccessOptions: ParsableArguments {
             }
             if names.contains("") || names.isEmpty {
                 throw ValidationError("--session-claims takes claim names separated by commas, such as sub,iss.")
+            }
+            if let lifetime = names.intersection(JWTClaims.lifetimeClaims).sorted().first {
+                throw ValidationError(
+                    "--session-claims \(lifetime): a refreshed token renews it, so its connection would be lost.")
             }
         }
     }
