@@ -362,5 +362,28 @@
                 }
             }
         }
+
+        /// Once the live queries shut down (Vapor's server still answering),
+        /// a new connection is refused: over server-sent events with a 503,
+        /// over a WebSocket with the refusal as its one message.
+        @Test func newConnectionsAreRefusedOnceTheLiveQueriesStopped() async throws {
+            let held = HeldShutdown()
+            try await withTimeout {
+                try await VaporServer.with(shutdownAfterLiveQueries: held) { server in
+                    async let shutdown: Void = server.shutDown()
+                    await held.reached.wait()
+                    let refused = try await EventStream.open("\(server.baseURL)/sync")
+                    #expect(refused.status == 503)
+                    #expect(try await refused.remainingBody().contains(#""reason":"shuttingDown""#))
+                    try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/sync/socket") { socket in
+                        let refusal = try #require(try await socket.nextText())
+                        #expect(refusal.contains(#""reason":"shuttingDown""#))
+                        #expect(try await socket.nextText() == nil, "then the server closes the socket")
+                    }
+                    held.release.open()
+                    try await shutdown
+                }
+            }
+        }
     }
 #endif
