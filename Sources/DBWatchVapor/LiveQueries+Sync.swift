@@ -150,8 +150,12 @@
         }
 
         /// A sync connection over a WebSocket: the client's messages are text
-        /// messages (64 KiB at most; a longer one closes the connection), and
-        /// so are the server's (see "The Sync Protocol" in DBWatchDelivery).
+        /// messages (64 KiB at most; a longer one closes the connection with
+        /// code 1009), and so are the server's (see "The Sync Protocol" in
+        /// DBWatchDelivery). The client's messages are handled in order, one
+        /// at a time; websocket-kit cannot slow a client down, so one that
+        /// has 16 messages waiting is disconnected (code 1008): send many
+        /// subscriptions as one array.
         /// A refused connection (the server shuts down, the database is
         /// closed) gets the refusal as its one message, then the close.
         ///
