@@ -244,17 +244,22 @@
         }
 
         /// Vapor's default frame size (16 KiB) does not limit the sync
-        /// socket: a message of up to 64 KiB is read.
+        /// socket: a message of up to 64 KiB is read; a longer one closes
+        /// the connection, and its session ends.
         @Test func aSocketTakesMessagesOf64KiB() async throws {
             try await withTimeout {
                 try await VaporServer.with { server in
                     try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/sync/socket") { socket in
                         #expect(try Self.message(try await socket.nextText()).type == "hello")
                         let message = #"{"type":"subscribe","id":"top","query":"top"}"#
-                        try await socket.send(message + String(repeating: " ", count: 64 * 1024 - message.utf8.count))
+                        let longest = message + String(repeating: " ", count: 64 * 1024 - message.utf8.count)
+                        try await socket.send(longest)
                         #expect(try Self.message(try await socket.nextText()).type == "batch")
-                        try await socket.close()
+                        try await socket.send(longest + " ")
+                        #expect(try await socket.nextText() == nil, "the server closed the connection")
                     }
+                    // Its feed lingers (`syncLinger`); the connection is gone.
+                    try await waitUntil { server.live.statistics.clientsConnected == 0 }
                 }
             }
         }
