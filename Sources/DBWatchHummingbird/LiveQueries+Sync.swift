@@ -42,9 +42,9 @@ extension LiveQueries {
             await syncMessage(request, context: context, owner: owner(request, context))
         }
         router.get(RouterPath(path + "/queries/:name")) { [self] request, context in
-            let shared =
-                owner(request, context) == nil && request.headers[.authorization] == nil
-                && request.headers[.cookie] == nil
+            let shared = Self.catchUpIsShared(owner: owner(request, context)) { name in
+                HTTPField.Name(name).flatMap { request.headers[$0] }
+            }
             return await syncCatchUp(for: request, context: context, shared: shared) {
                 try await resolve($0, request, context)
             }
@@ -77,12 +77,9 @@ extension LiveQueries {
         for request: Request, context: some RequestContext, shared: Bool,
         resolve: @escaping @Sendable (SyncSubscription) async throws -> SyncQuery
     ) async -> Response {
-        var params: [String: String] = [:]
-        var since: String?
-        for (name, value) in request.uri.queryParameters {
-            if name == "since" { since = String(value) } else { params[String(name)] = String(value) }
-        }
-        let subscription = SyncSubscription(query: context.parameters.get("name") ?? "", params: params)
+        let (subscription, since) = Self.catchUpRequest(
+            name: context.parameters.get("name") ?? "",
+            query: request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) })
         return Response(
             await syncCatchUp(subscription, since: since, shared: shared, logger: context.logger, resolve: resolve))
     }
@@ -99,9 +96,9 @@ extension LiveQueries {
         guard let session = context.parameters.get("session") else { return Response(syncRefusal(.unknownSession)) }
         let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: 64 * 1024)
+            body = try await request.body.collect(upTo: Self.maximumSyncMessageBytes)
         } catch {
-            return Response(syncRefusal(.badRequest("the message is longer than 64 KiB")))
+            return Response(syncMessageTooLong())
         }
         do throws(LiveQueriesError) {
             try await receiveSyncMessage(Data(body.readableBytesView), session: session, owner: SyncOwner(owner))
@@ -179,7 +176,7 @@ extension LiveQueries {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { session.clientLeft() }
-                for try await message in inbound.messages(maxSize: 64 * 1024) {
+                for try await message in inbound.messages(maxSize: Self.maximumSyncMessageBytes) {
                     switch message {
                     case .text(let text): try? await session.receive(Data(text.utf8))
                     case .binary(let buffer): try? await session.receive(Data(buffer.readableBytesView))

@@ -78,28 +78,39 @@
             case .refused(let answer):
                 return Response(answer)
             case .accepted(let stream):
-                // A body callback rather than `asyncStream`: its writer has
-                // the connection's event loop, where the disconnect probe runs.
-                let body = Response.Body(stream: { writer in
-                    Task { await EventStreamBody(stream: stream, writer: writer).run() }
-                })
+                let body = EventStreamBody.body(run: { try await stream.run(write: $0) }, clientLeft: stream.clientLeft)
                 return Response(status: .ok, headers: HTTPHeaders(EventStreamSession<R>.headers), body: body)
             }
         }
     }
 
-    /// One server-sent events answer: the engine's stream written to Vapor's
-    /// response body.
-    private struct EventStreamBody<R: Queryable>: Sendable {
-        let stream: EventStreamSession<R>
+    /// One server-sent events answer: the engine's stream (a value stream
+    /// or a sync connection) written to Vapor's response body.
+    struct EventStreamBody: Sendable {
+        /// Runs the stream until it ends, writing each frame with the
+        /// function it is given (the session's `run(write:)`).
+        let run: @Sendable (_ write: (Frame) async throws -> Void) async throws -> Void
+        /// Tells the stream that its client went away.
+        let clientLeft: @Sendable () -> Void
         let writer: any BodyStreamWriter
+
+        /// The response body that writes the stream `run`: a body callback
+        /// rather than `asyncStream`, as its writer has the connection's
+        /// event loop, where the disconnect probe runs.
+        static func body(
+            run: @escaping @Sendable (_ write: (Frame) async throws -> Void) async throws -> Void,
+            clientLeft: @escaping @Sendable () -> Void
+        ) -> Response.Body {
+            Response.Body(stream: { writer in
+                Task { await EventStreamBody(run: run, clientLeft: clientLeft, writer: writer).run() }
+            })
+        }
 
         func run() async {
             let probe = DisconnectProbe.start(
-                on: writer, every: LiveQueries.disconnectCheckInterval
-            ) { [stream] in stream.clientLeft() }
+                on: writer, every: LiveQueries.disconnectCheckInterval, clientLeft: clientLeft)
             do {
-                try await stream.run { frame in
+                try await run { frame in
                     try await write(frame.wire(.serverSentEvents) { ByteBuffer(bytes: $0) })
                 }
                 probe.cancel()

@@ -7,7 +7,9 @@
     /// Live queries in a Vapor application: add them to the application's
     /// lifecycle, and their routes answer with ``LiveQueries/current(_:for:)``,
     /// ``LiveQueries/events(_:for:scope:)`` and
-    /// ``LiveQueries/webSocket(_:for:webSocket:scope:maxMessageSize:)``.
+    /// ``LiveQueries/webSocket(_:for:webSocket:scope:maxMessageSize:)``;
+    /// ``LiveQueries/addSyncRoutes(to:path:owner:resolve:)`` adds the sync
+    /// protocol's routes.
     ///
     /// ```swift
     /// let live = LiveQueries(try DatabasePool(path: "app.sqlite"))

@@ -110,22 +110,31 @@
                 receiving: Message.self, scope: scope, logger: logger, encode: Self.encodeJSON, request: request)
             let inbound = Inbound(webSocket, maxMessageSize: maxMessageSize)
             let connection = Connection(webSocket: webSocket, grace: configuration.shutdownWriteGrace)
-            Task { await serve(session, inbound: inbound, connection: connection, logger: logger) }
+            Task {
+                await serve(
+                    inbound: inbound, connection: connection, logger: logger,
+                    receive: { await session.receive($0) }, clientLeft: { session.clientLeft() },
+                    run: { try await session.run(write: $0) })
+            }
         }
 
-        /// Runs `session` until the connection closes: the client's messages
-        /// in a child task, the writes in this one.
-        private func serve<Message, R>(
-            _ session: WebSocketSession<Message, R>, inbound: Inbound, connection: Connection, logger: Logger
+        /// Runs a session (a value subscription or a sync connection) until
+        /// the connection closes: the client's messages in a child task, in
+        /// order, one at a time (`receive`, then `clientLeft` once the
+        /// connection closes), the writes (`run`, the session's
+        /// `run(write:)`) in this one.
+        func serve(
+            inbound: Inbound, connection: Connection, logger: Logger,
+            receive: @escaping @Sendable (Data) async -> Void, clientLeft: @escaping @Sendable () -> Void,
+            run: (_ write: (Frame) async throws -> Void) async throws -> Void
         ) async {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    // In order, one at a time: a later request replaces an earlier one.
-                    for await message in inbound.messages { await session.receive(message) }
-                    session.clientLeft()
+                    for await message in inbound.messages { await receive(message) }
+                    clientLeft()
                 }
                 do {
-                    try await session.run { frame in
+                    try await run { frame in
                         try await connection.send(frame.wire(.webSocket) { ByteBuffer(bytes: $0) })
                     }
                 } catch {
@@ -140,7 +149,7 @@
     /// The client's messages, in order, from websocket-kit's callbacks: at
     /// most a few waiting; a client that sends faster than its requests are
     /// decided, or a message larger than the limit, is disconnected.
-    private struct Inbound: Sendable {
+    struct Inbound: Sendable {
         let messages: AsyncStream<Data>
         private let continuation: AsyncStream<Data>.Continuation
 
@@ -175,7 +184,7 @@
     }
 
     /// The connection's writes and its close.
-    private struct Connection: Sendable {
+    struct Connection: Sendable {
         let webSocket: WebSocket
         /// How long a client has to answer the close before the connection
         /// is closed without it.

@@ -132,6 +132,20 @@ public enum Adapter: CaseIterable, Sendable, CustomStringConvertible {
     }
 }
 
+/// The sync queries of a test server of either adapter: `top` (keyed, the
+/// leaderboard of `n` players, 10 by default), `count` (whole values).
+func syncQuery(_ subscription: SyncSubscription) throws -> SyncQuery {
+    switch subscription.query {
+    case "top":
+        guard let limit = Int(subscription.params["n"] ?? "10"), limit >= 0 else {
+            throw LiveQueriesError.badRequest("n must be a non-negative integer")
+        }
+        return .identifiable(Leaderboard(limit: limit))
+    case "count": return .wholeValues(PlayerCount())
+    default: throw LiveQueriesError.unknownQuery(subscription.query)
+    }
+}
+
 /// Delivery settings short enough for tests.
 public func testConfiguration() -> LiveQueriesConfiguration {
     var configuration = LiveQueriesConfiguration()

@@ -196,19 +196,6 @@
         }
     }
 
-    /// The test server's sync queries.
-    func syncQuery(_ subscription: SyncSubscription) throws -> SyncQuery {
-        switch subscription.query {
-        case "top":
-            guard let limit = Int(subscription.params["n"] ?? "10"), limit >= 0 else {
-                throw LiveQueriesError.badRequest("n must be a non-negative integer")
-            }
-            return .identifiable(Leaderboard(limit: limit))
-        case "count": return .wholeValues(PlayerCount())
-        default: throw LiveQueriesError.unknownQuery(subscription.query)
-        }
-    }
-
     /// An error whose text the server must not send (it names a path).
     public struct ServerSecret: Error {
         public let path: String

@@ -13,6 +13,9 @@
     /// (`GET /top` and `POST /players/:name/:score` throw their errors) and:
     ///
     /// - `/top/small/socket`: `/top/socket` with messages of 64 bytes at most
+    /// - the sync protocol: `GET /sync`, `POST /sync/:session` (its owner
+    ///   the `X-User` header), `/sync/socket`, `GET /sync/queries/:name`,
+    ///   with the queries `top` and `count`; `GET /dbwatch.js`
     /// - `/healthz` and `/readyz` (`live.addHealthRoutes(to: app)`)
     ///
     /// Errors thrown by routes are answered by ``LiveQueriesErrorMiddleware``.
@@ -89,6 +92,12 @@
 
         private static func addRoutes(to app: Application, live: LiveQueries) {
             live.addHealthRoutes(to: app)
+            // The sync protocol, `/sync/socket` included: `top` (keyed, `n`
+            // players), `count` (whole values); the owner is the `X-User`.
+            live.addSyncRoutes(to: app, owner: { $0.headers.first(name: "X-User") }) { subscription, _ in
+                try syncQuery(subscription)
+            }
+            live.addJavaScriptClientRoute(to: app)
             app.get("top") { request async throws -> Response in
                 let limit = request.query[Int.self, at: "limit"] ?? 10
                 guard limit >= 0 else { throw LiveQueriesError.badRequest("limit must not be negative") }

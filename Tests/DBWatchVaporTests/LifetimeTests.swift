@@ -40,16 +40,18 @@
                 }
             }
         }
+    }
 
-        /// A lifecycle handler whose shutdown says it began and waits to be released.
-        private struct HeldShutdown: LifecycleHandler {
-            let reached = Gate()
-            let release = Gate()
+    /// A lifecycle handler whose shutdown says it began and waits to be
+    /// released: shut down after the live queries, it holds Vapor's HTTP
+    /// server answering meanwhile.
+    struct HeldShutdown: LifecycleHandler {
+        let reached = Gate()
+        let release = Gate()
 
-            func shutdownAsync(_ application: Application) async {
-                reached.open()
-                await release.wait()
-            }
+        func shutdownAsync(_ application: Application) async {
+            reached.open()
+            await release.wait()
         }
     }
 #endif

@@ -10,6 +10,32 @@ extension LiveQueries {
     /// asks (a scoped query, a caller with credentials): the caller's cache only.
     package static let catchUpCompletePrivate = "private, max-age=31536000, immutable"
 
+    /// The subscription a catch-up request names, and its `since`: the
+    /// query `name` (the path's), with every query-string parameter but
+    /// `since` (of a name given twice, the last).
+    ///
+    /// ```swift
+    /// LiveQueries.catchUpRequest(name: "top", query: [("n", "3"), ("since", "e/7")])   // (top n=3, "e/7")
+    /// ```
+    package static func catchUpRequest(
+        name: String, query: some Sequence<(name: String, value: String)>
+    ) -> (subscription: SyncSubscription, since: String?) {
+        var params: [String: String] = [:]
+        var since: String?
+        for (name, value) in query {
+            if name == "since" { since = value } else { params[name] = value }
+        }
+        return (SyncSubscription(query: name, params: params), since)
+    }
+
+    /// Whether a catch-up answer is the same whoever asks, so that a
+    /// shared cache may keep it: the route names no `owner`, and the
+    /// request has no credentials (`Authorization`, `Cookie`; `header`
+    /// reads a field by name).
+    package static func catchUpIsShared(owner: (any Hashable & Sendable)?, header: (String) -> String?) -> Bool {
+        owner == nil && header("Authorization") == nil && header("Cookie") == nil
+    }
+
     /// The answer to a catch-up over plain HTTP (`GET /sync/queries/NAME?PARAMS&since=POSITION`,
     /// "Catching up over plain HTTP" in the sync protocol's reference): the
     /// keyed changes of `subscription` since `since`, in steps.

@@ -178,4 +178,14 @@ extension LiveQueries {
 
     /// The answer to an accepted `POST /sync/ID`.
     package static var syncAccepted: HTTPAnswer { HTTPAnswer(status: 202, headers: [], body: []) }
+
+    /// The longest client message a sync connection takes, in bytes: the
+    /// body of `POST /sync/ID`, or a WebSocket message.
+    package static let maximumSyncMessageBytes = 64 * 1024
+
+    /// The answer to a `POST /sync/ID` whose body is longer than
+    /// ``maximumSyncMessageBytes``: `400`, the whole body refused.
+    package func syncMessageTooLong() -> HTTPAnswer {
+        syncRefusal(.badRequest("the message is longer than 64 KiB"))
+    }
 }

@@ -1,14 +1,13 @@
 import DBWatch
-import DBWatchHummingbird
 import DBWatchServerTestSupport
 import DBWatchTestSupport
 import Foundation
 import Testing
 
-/// `dbwatch.js` against a real server: node runs
+/// `dbwatch.js` against a real server of every adapter: node runs
 /// `Tests/JavaScript/followSyncServer.mjs`, which subscribes with the
 /// client to the test server's `top` and `count`, and prints what it holds.
-@Suite("The JavaScript client against a Hummingbird server", RequiredProgram.node.trait)
+@Suite("The JavaScript client against a server of every adapter", RequiredProgram.node.trait)
 struct JavaScriptSyncClientTests {
     static let script =
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -21,10 +20,11 @@ struct JavaScriptSyncClientTests {
         }
     }
 
-    @Test func itKeepsTheResultsOfAServerAndAppliesEachCommitAsOneBatch() async throws {
+    @Test(arguments: Adapter.available)
+    func itKeepsTheResultsOfAServerAndAppliesEachCommitAsOneBatch(adapter: Adapter) async throws {
         let node = try #require(RequiredProgram.node.path)
         try await withTimeout {
-            try await HummingbirdServer.with { server in
+            try await adapter.withServer { server in
                 let child = try ChildProcess.start([node, Self.script, server.baseURL + "/"], input: .pipe)
                 defer { child.kill() }
                 let expected = { (limit: Int) in
