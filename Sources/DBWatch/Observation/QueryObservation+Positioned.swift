@@ -52,9 +52,9 @@ extension QueryObservation {
 /// value is known: so it is composed while commits go on.
 package struct ObservationProbe: Sendable {
     private let driver: any PositionReporting
-    /// The driver's ``TouchedMark``: an untouched value is current without
-    /// a call to the center.
-    private let mark: TouchedMark
+    /// The driver's ``TouchedMark``: a value delivered at a position no
+    /// earlier than its `value` is current, without a call to the center.
+    package let mark: TouchedMark
 
     init(driver: some PositionReporting) {
         self.driver = driver

@@ -10,14 +10,14 @@ import Synchronization
 /// ``ObservationCenter/firstPossibleChange(of:after:)``). The center
 /// stores it under the lock that numbers the commit, so a reader that knows
 /// a position at least that commit's also sees the mark.
-final class TouchedMark: Sendable {
+package final class TouchedMark: Sendable {
     private let position = Atomic<UInt64>(0)
 
     init() {}
 
     /// The position of the last commit that touched the region; `.max`
     /// once the observation left its center (nothing is known any more).
-    var value: UInt64 { position.load(ordering: .acquiring) }
+    package var value: UInt64 { position.load(ordering: .acquiring) }
 
     /// Records a touch (positions only grow) or the observation's removal (`.max`).
     func set(_ value: UInt64) {

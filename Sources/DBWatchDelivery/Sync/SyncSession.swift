@@ -43,6 +43,7 @@ package final class SyncSession: Sendable {
     /// composing a batch reads every subscription, and a reference costs
     /// one retain to read where a struct of views costs a dozen.
     final class Subscription {
+        let id: String
         let feed: SyncFeed
         let mode: SyncMode
         var held: Held
@@ -55,14 +56,42 @@ package final class SyncSession: Sendable {
         /// Its feed's view as of the feed's last move: read again only when
         /// the feed moves, so that composing a batch costs a load per
         /// subscription held, not a lock.
-        var view: SyncFeed.View
+        private(set) var view: SyncFeed.View
+        // What composing a batch reads of every subscription, kept here
+        // so that it reads this object and its driver's mark, no more.
+        /// The view's position of the value (`nil`: none yet).
+        private(set) var currentPosition: UInt64?
+        /// The view's last position the value is known at.
+        private(set) var lastPosition: UInt64 = 0
+        /// Its last fetch failed.
+        private(set) var isFailing = false
+        /// Its driver's record of the last commit that touched it.
+        private(set) var mark: TouchedMark?
 
-        init(feed: SyncFeed, mode: SyncMode, held: Held, holdsBatches: Bool) {
+        init(id: String, feed: SyncFeed, mode: SyncMode, held: Held, holdsBatches: Bool) {
+            self.id = id
             self.feed = feed
             self.mode = mode
             self.held = held
             self.holdsBatches = holdsBatches
             view = feed.view
+            refresh(view)
+        }
+
+        func refresh(_ view: SyncFeed.View) {
+            self.view = view
+            currentPosition = view.current?.position
+            lastPosition = view.lastPosition
+            isFailing = view.failure != nil
+            mark = view.probe?.mark
+        }
+
+        /// Whether its value is the value at `target` (at or after its last
+        /// position): untouched since, by its mark, or by the center's log.
+        func isValid(at target: UInt64) -> Bool {
+            if lastPosition >= target { return true }
+            if let mark, mark.value <= lastPosition { return true }
+            return view.validUntil > target
         }
     }
 
@@ -79,21 +108,29 @@ package final class SyncSession: Sendable {
         var receiving = 0
         /// The ids of the subscriptions of each feed.
         var idsByFeed: [ObjectIdentifier: [String]] = [:]
+        /// The subscriptions, to read them all in a row.
+        var list: [Subscription] = []
+        /// The latest last position of any view read: the position of the
+        /// next batch (with `position`).
+        var latestKnown: UInt64 = 0
 
         /// Whether a subscription uses `feed`.
         func uses(_ feed: SyncFeed) -> Bool {
             idsByFeed[ObjectIdentifier(feed)] != nil
         }
 
-        mutating func add(_ subscription: Subscription, id: String) {
-            subscriptions[id] = subscription
-            idsByFeed[ObjectIdentifier(subscription.feed), default: []].append(id)
+        mutating func add(_ subscription: Subscription) {
+            subscriptions[subscription.id] = subscription
+            idsByFeed[ObjectIdentifier(subscription.feed), default: []].append(subscription.id)
+            list.append(subscription)
+            latestKnown = max(latestKnown, subscription.lastPosition)
         }
 
         /// Removes subscription `id`; returns its feed if no other
         /// subscription uses it (the session leaves the feed).
         mutating func remove(_ id: String) -> SyncFeed? {
             guard let removed = subscriptions.removeValue(forKey: id) else { return nil }
+            list.removeAll { $0 === removed }
             let feed = ObjectIdentifier(removed.feed)
             idsByFeed[feed]?.removeAll { $0 == id }
             guard idsByFeed[feed]?.isEmpty ?? true else { return nil }
@@ -176,6 +213,7 @@ package final class SyncSession: Sendable {
             defer {
                 state.subscriptions = [:]
                 state.idsByFeed = [:]
+                state.list = []
             }
             return Array(state.subscriptions.values)
         }
@@ -327,8 +365,8 @@ package final class SyncSession: Sendable {
                 // of the same feed may have left it since the registry.
                 guard feed.attach(self) else { return .feedStopped }
                 state.add(
-                    Subscription(feed: feed, mode: mode, held: held, holdsBatches: position != nil || together),
-                    id: id)
+                    Subscription(
+                        id: id, feed: feed, mode: mode, held: held, holdsBatches: position != nil || together))
                 return .added
             }
             switch insertion {
@@ -399,9 +437,10 @@ package final class SyncSession: Sendable {
                 guard let ids = state.idsByFeed[feed], let first = ids.first,
                     let view = state.subscriptions[first]?.feed.view
                 else { continue }
+                state.latestKnown = max(state.latestKnown, view.lastPosition)
                 for id in ids.sorted() {
                     guard let subscription = state.subscriptions[id] else { continue }
-                    subscription.view = view
+                    subscription.refresh(view)
                     if let failure = view.failure, failure.generation > subscription.failureSent {
                         subscription.failureSent = failure.generation
                         frames.append(errorFrame(failure, id: id))
@@ -427,44 +466,36 @@ package final class SyncSession: Sendable {
         guard state.receiving == 0 else { return nil }
         // The batch's position: the latest at which a value is known, so
         // that every value is known there if any position allows it.
-        var target = state.position
-        var changed: [String] = []
-        for (id, subscription) in state.subscriptions {
-            guard let position = subscription.view.current?.position else {
+        let target = max(state.position, state.latestKnown)
+        var changed: [Subscription] = []
+        for subscription in state.list {
+            guard let position = subscription.currentPosition else {
                 // A subscription that resumes, or came in an array, waits for
                 // its first value: the others must not move past the position
                 // its client shows, or enter a batch without it.
-                if subscription.holdsBatches, subscription.view.failure == nil { return nil }
+                if subscription.holdsBatches, !subscription.isFailing { return nil }
                 continue
             }
+            // Every value must be the value at `target`: known at its feed's
+            // last position, and no commit up to `target` touched it since.
+            // Otherwise a feed is fetching, and will move again: then the
+            // batch is composed. So batches keep coming while commits go on,
+            // as long as fetches end between two commits that touch them.
+            // (A subscription whose fetch fails is in error, as its client
+            // was told: it holds no batch back until a fetch succeeds again.)
+            if !subscription.isFailing, !subscription.isValid(at: target) { return nil }
             switch subscription.held {
-            case .nothing, .resuming: changed.append(id)
-            case .value(let held) where held < position: changed.append(id)
+            case .nothing, .resuming: changed.append(subscription)
+            case .value(let held) where held < position: changed.append(subscription)
             case .value: break
             }
-            target = max(target, subscription.view.lastPosition)
         }
         guard !changed.isEmpty else { return nil }
-        // Every value must be the value at `target`: known at its feed's
-        // last position, and no commit up to `target` touched it since.
-        // Otherwise a feed is fetching, and will move again: then the batch
-        // is composed. So batches keep coming while commits go on, as long
-        // as fetches end between two commits that touch them.
-        // (A subscription whose fetch fails is in error, as its client was
-        // told: it holds no batch back until a fetch succeeds again.)
-        // (A value known at `target` itself is valid there: no need to ask.)
-        for subscription in state.subscriptions.values where subscription.view.lastPosition < target {
-            if subscription.view.current != nil, subscription.view.failure == nil,
-                subscription.view.validUntil <= target
-            {
-                return nil
-            }
-        }
         var entries: [(key: String, value: [UInt8])] = []
-        for id in changed.sorted() {
-            guard let subscription = state.subscriptions[id], let current = subscription.view.current else { continue }
+        for subscription in changed.sorted(by: { $0.id < $1.id }) {
+            guard let current = subscription.view.current else { continue }
             if let entry = entry(for: subscription, view: subscription.view, current: current) {
-                entries.append((id, entry))
+                entries.append((subscription.id, entry))
             }
             subscription.held = .value(at: current.position)
         }
