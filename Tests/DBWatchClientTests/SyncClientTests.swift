@@ -201,33 +201,46 @@ struct SyncClientTests {
         }
     }
 
-    @Test func aRestartedServerSendsASnapshotSaidToBeResumed() async throws {
+    /// Runs `body` with two servers (the second, another epoch, has one
+    /// more player: `zoe`, 1000) and a client of the first through a proxy
+    /// that can be turned to the second, its reconnections on a test clock.
+    func withTwoServers(
+        _ body: @escaping @Sendable (
+            _ first: HummingbirdServer, _ second: HummingbirdServer, TCPProxy, TestClock, SyncClient
+        ) async throws -> Void
+    ) async throws {
         try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { first in
-                // The restarted server: another epoch, another database.
                 try await HummingbirdServer.with { second in
                     try await addPlayer(second, "zoe", 1000)
                     try await TCPProxy.with(to: first.port) { proxy in
                         let clock = TestClock()
                         let client = client("http://127.0.0.1:\(proxy.port)/", clock: clock)
-                        var top = client.changes(of: "top").makeAsyncIterator()
-                        let beforeNext = try await top.next()
-                        let before = try #require(beforeNext)
-                        #expect(try before.decode([RankedPlayer].self) == (try await leaderboard(first)))
-
-                        proxy.retarget(to: second.port)
-                        await proxy.dropConnections()
-                        await clock.waitForSleepers()  // waiting to reconnect
-                        let afterNext = try await reconnecting(clock) { try await top.next() }
-                        let after = try #require(afterNext)
-                        #expect(after.kind == .snapshot && after.reason == "resumed")
-                        #expect(
-                            after.position.split(separator: "/").first != before.position.split(separator: "/").first)
-                        #expect(try after.decode([RankedPlayer].self) == (try await leaderboard(second)))
+                        try await body(first, second, proxy, clock, client)
                         await client.close()
                     }
                 }
             }
+        }
+    }
+
+    @Test func aRestartedServerSendsASnapshotSaidToBeResumed() async throws {
+        // The restarted server: another epoch, another database.
+        try await withTwoServers { first, second, proxy, clock, client in
+            var top = client.changes(of: "top").makeAsyncIterator()
+            let beforeNext = try await top.next()
+            let before = try #require(beforeNext)
+            #expect(try before.decode([RankedPlayer].self) == (try await leaderboard(first)))
+
+            proxy.retarget(to: second.port)
+            await proxy.dropConnections()
+            await clock.waitForSleepers()  // waiting to reconnect
+            let afterNext = try await reconnecting(clock) { try await top.next() }
+            let after = try #require(afterNext)
+            #expect(after.kind == .snapshot && after.reason == "resumed")
+            #expect(
+                after.position.split(separator: "/").first != before.position.split(separator: "/").first)
+            #expect(try after.decode([RankedPlayer].self) == (try await leaderboard(second)))
         }
     }
 
@@ -236,31 +249,21 @@ struct SyncClientTests {
     /// `unknownSession`: the client opens a new stream, there, and
     /// subscribes every sequence again.
     @Test func anUnknownSessionWhileItsStreamIsOpenOpensANewStream() async throws {
-        try await withTimeout(seconds: Self.timeout) {
-            try await HummingbirdServer.with { first in
-                try await HummingbirdServer.with { second in
-                    try await addPlayer(second, "zoe", 1000)
-                    try await TCPProxy.with(to: first.port) { proxy in
-                        let clock = TestClock()
-                        let client = client("http://127.0.0.1:\(proxy.port)/", clock: clock)
-                        var count = client.values(of: "count", as: Int.self).makeAsyncIterator()
-                        let before = try await count.next()
-                        #expect(before == 2)
-                        // The stream stays with the first server; the next
-                        // message reaches the second.
-                        proxy.retarget(to: second.port)
-                        await proxy.dropConnections(keepingFirst: 1)
-                        var top = client.values(of: "top", params: ["n": "3"], as: [RankedPlayer].self)
-                            .makeAsyncIterator()
-                        let (after, topValue) = try await reconnecting(clock) {
-                            (try await count.next(), try await top.next())
-                        }
-                        #expect(after == 3, "the second server's count")
-                        #expect(topValue == (try await leaderboard(second, limit: 3)))
-                        await client.close()
-                    }
-                }
+        try await withTwoServers { _, second, proxy, clock, client in
+            var count = client.values(of: "count", as: Int.self).makeAsyncIterator()
+            let before = try await count.next()
+            #expect(before == 2)
+            // The stream stays with the first server; the next
+            // message reaches the second.
+            proxy.retarget(to: second.port)
+            await proxy.dropConnections(keepingFirst: 1)
+            var top = client.values(of: "top", params: ["n": "3"], as: [RankedPlayer].self)
+                .makeAsyncIterator()
+            let (after, topValue) = try await reconnecting(clock) {
+                (try await count.next(), try await top.next())
             }
+            #expect(after == 3, "the second server's count")
+            #expect(topValue == (try await leaderboard(second, limit: 3)))
         }
     }
 

@@ -211,20 +211,26 @@ struct SyncSessionTests {
         }
     }
 
+    /// A database of one item, and live queries that observe one query at
+    /// most and keep what a client left for an hour.
+    static func oneObservationAtMost() async throws -> (DatabaseQueue, LiveQueries) {
+        let database = try DatabaseQueue()
+        try await database.write { db in
+            try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
+            try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
+        }
+        var configuration = LiveQueriesConfiguration()
+        configuration.maxObservations = 1
+        configuration.syncLinger = .seconds(3600)
+        return (database, LiveQueries(database, configuration: configuration))
+    }
+
     /// At the limit of observations, a subscription that lingers after its
     /// client left gives way to a query a client asks for; one that a
     /// client uses does not (the newcomer is refused).
     @Test func aLingeringSubscriptionGivesWayAtTheLimitOfObservations() async throws {
         try await withTimeout {
-            let database = try DatabaseQueue()
-            try await database.write { db in
-                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
-                try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
-            }
-            var configuration = LiveQueriesConfiguration()
-            configuration.maxObservations = 1
-            configuration.syncLinger = .seconds(3600)
-            let live = LiveQueries(database, configuration: configuration)
+            let (_, live) = try await Self.oneObservationAtMost()
             let session = try live.syncSession(
                 transport: .serverSentEvents, owner: SyncOwner(nil), logger: Logger(label: "SyncSessionTests"),
                 resolve: { subscription in .identifiable(TopItems(limit: Int(subscription.query) ?? 1)) }
@@ -255,15 +261,7 @@ struct SyncSessionTests {
     /// unless what lingers was observed for catch-ups alone: that gives way.
     @Test func aCatchUpPushesOutOnlyWhatCatchUpsAloneObserve() async throws {
         try await withTimeout {
-            let database = try DatabaseQueue()
-            try await database.write { db in
-                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, score INTEGER NOT NULL)")
-                try db.execute(sql: "INSERT INTO item (id, score) VALUES (1, 1)")
-            }
-            var configuration = LiveQueriesConfiguration()
-            configuration.maxObservations = 1
-            configuration.syncLinger = .seconds(3600)
-            let live = LiveQueries(database, configuration: configuration)
+            let (database, live) = try await Self.oneObservationAtMost()
             let resolve: @Sendable (SyncSubscription) async throws -> SyncQuery = { subscription in
                 .identifiable(TopItems(limit: Int(subscription.query) ?? 1))
             }
