@@ -205,9 +205,10 @@ struct SyncClientTests {
     /// more player: `zoe`, 1000) and a client of the first through a proxy
     /// that can be turned to the second, its reconnections on a test clock.
     func withTwoServers(
-        _ body: @escaping @Sendable (
-            _ first: HummingbirdServer, _ second: HummingbirdServer, TCPProxy, TestClock, SyncClient
-        ) async throws -> Void
+        _ body:
+            @escaping @Sendable (
+                _ first: HummingbirdServer, _ second: HummingbirdServer, TCPProxy, TestClock, SyncClient
+            ) async throws -> Void
     ) async throws {
         try await withTimeout(seconds: Self.timeout) {
             try await HummingbirdServer.with { first in
