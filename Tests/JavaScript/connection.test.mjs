@@ -327,17 +327,24 @@ test("subscriptions whose one array would exceed the server's 64 KiB body limit 
 
 test("a 404 unknownQuery is the subscription's error; a 404 unknownSession on an open stream opens a new one, where every subscription subscribes again", options, async () => {
   await withServer(async (server) => {
-    const db = connect(server.url, { retry: fast, onError: () => {} });
+    const batches = new Queue();
+    const db = connect(server.url, { retry: fast, onError: () => {}, onBatch: (batch) => batches.push(batch) });
     const errors = new Queue();
     try {
       server.refusePost(404, { message: "no query named \"nope\"", reason: "unknownQuery" });
       const nope = db.subscribe("nope", {}, undefined, { onError: (error, subscription) => errors.push({ error, subscription }) });
       const first = await server.streams.next();
       await first.hello("e/1");
-      assert.equal((await server.posts.next()).status, 404);
+      const refused = await server.posts.next();
+      assert.equal(refused.status, 404);
       const { error, subscription } = await errors.next();
       assert.equal(subscription, nope);
       assert.equal(error.reason, "unknownQuery");
+      // The server sends the refusal on the stream too: reported once.
+      await first.send({ type: "error", id: refused.body.id, error: { message: "no query named \"nope\"", reason: "unknownQuery" } });
+      await first.batch("e/2", {});
+      await batches.next();
+      assert.equal(errors.pending, 0, "the refusal was reported once");
       nope.close();
       await server.posts.next(); // its unsubscribe
 

@@ -435,7 +435,10 @@ export class Connection {
       case "error": {
         const state = message.id == null ? undefined : this.#byId.get(message.id);
         if (state !== undefined) {
-          this.#subscriptionError(state, message.error ?? {});
+          // Without a position: a refusal, which the POST's answer may
+          // have reported already. With one: a failed fetch.
+          if (message.position == null) this.#refusal(state, message.error ?? {});
+          else this.#subscriptionError(state, message.error ?? {});
         } else if (message.id == null) {
           // About the connection: the server closes it; reconnect.
           this.#report(serverError(message.error ?? {}));
@@ -569,7 +572,7 @@ export class Connection {
         }
         // An array's refusals come on the stream too, each with its id.
         if (Array.isArray(message)) return;
-        if (state !== undefined && !state.closed) this.#subscriptionError(state, error.body ?? { message: error.message, status: response.status });
+        if (state !== undefined && !state.closed) this.#refusal(state, error.body ?? { message: error.message, status: response.status });
         else this.#report(error);
       } catch (error) {
         if (!signal.aborted) this.#report(error);
@@ -600,6 +603,14 @@ export class Connection {
       this.#wake = null;
       this.#timer = null;
     });
+  }
+
+  // A subscription's refusal, reported once for each id it subscribed
+  // with: the server answers the POST and sends it on the stream too.
+  #refusal(state, error) {
+    if (state.refusedId === state.id) return;
+    state.refusedId = state.id;
+    this.#subscriptionError(state, error);
   }
 
   #subscriptionError(state, error) {
