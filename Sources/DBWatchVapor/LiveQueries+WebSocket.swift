@@ -142,6 +142,8 @@
                 }
                 await connection.close()
                 inbound.finish()
+                // A message being handled (an application's resolver) stops too.
+                group.cancelAll()
             }
         }
     }

@@ -92,7 +92,9 @@ extension LiveQueries {
                 let lingering = state.syncFeeds.values.compactMap { feed in
                     session != nil || !feed.hadSessions ? feed.idleSince.map { (feed, $0) } : nil
                 }
-                guard let oldest = lingering.min(by: { $0.1 < $1.1 })?.0 else { return nil }
+                // The oldest that is still idle when it is marked stopped.
+                guard let oldest = lingering.sorted(by: { $0.1 < $1.1 }).first(where: { $0.0.retireIfIdle() })?.0
+                else { return nil }
                 state.syncFeeds[oldest.key] = nil
                 evicted = oldest
             }
@@ -135,7 +137,7 @@ extension LiveQueries {
     /// Stops `feed` when no session used it since `deadline`.
     private func stopIfIdle(_ feed: SyncFeed, since deadline: ContinuousClock.Instant) {
         let stopped = state.withLock { state -> Bool in
-            guard state.syncFeeds[feed.key] === feed, feed.isIdle(before: deadline + .milliseconds(1)) else {
+            guard state.syncFeeds[feed.key] === feed, feed.retireIfIdle(before: deadline + .milliseconds(1)) else {
                 return false
             }
             state.syncFeeds[feed.key] = nil

@@ -225,11 +225,17 @@ final class SyncFeed: Sendable {
     /// holds no history a returning client resumes from).
     var hadSessions: Bool { state.withLock { $0.hadSessions } }
 
-    /// Whether no session has used it since `deadline`: it may stop.
-    func isIdle(before deadline: ContinuousClock.Instant) -> Bool {
+    /// Marks it stopped if no session uses it (and none has since
+    /// `deadline`, when given); returns whether it did. Decided and marked
+    /// under the feed's lock, so that a session attaching meanwhile either
+    /// comes first (the feed stays) or is told the feed stopped: never
+    /// attached to a feed that stops. ``stop()`` then ends its task.
+    func retireIfIdle(before deadline: ContinuousClock.Instant? = nil) -> Bool {
         state.withLock { state in
-            guard state.sessions.isEmpty, let since = state.idleSince else { return false }
-            return since < deadline
+            guard state.sessions.isEmpty, let since = state.idleSince, !state.stopped else { return false }
+            if let deadline, since >= deadline { return false }
+            state.stopped = true
+            return true
         }
     }
 

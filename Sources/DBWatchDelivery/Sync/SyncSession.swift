@@ -184,6 +184,8 @@ package final class SyncSession: Sendable {
     /// the client can take one. Throws when the client must be disconnected.
     package func run(write: (Frame) async throws -> Void) async throws {
         guard live.register(client) else {
+            // Messages may have subscribed meanwhile (a WebSocket's are read beside this).
+            leaveFeeds()
             try await write(.end(.shutdown))
             return
         }
@@ -208,6 +210,19 @@ package final class SyncSession: Sendable {
     private var transportName: String { client.transport == .webSocket ? "websocket" : "sse" }
 
     private func end() {
+        leaveFeeds()
+        live.removeSyncSession(self)
+        live.unregister(client)
+        logger.debug(
+            "Sync client left",
+            metadata: [
+                LogKey.transport: "\(transportName)",
+                LogKey.reason: "\(client.finishReason.map { "\($0)" } ?? "ended")",
+            ])
+    }
+
+    /// Closes the session to messages and leaves every feed.
+    private func leaveFeeds() {
         let subscriptions = state.withLock { state in
             state.isClosed = true
             defer {
@@ -221,14 +236,6 @@ package final class SyncSession: Sendable {
         for subscription in subscriptions where detached.insert(ObjectIdentifier(subscription.feed)).inserted {
             live.detach(self, from: subscription.feed)
         }
-        live.removeSyncSession(self)
-        live.unregister(client)
-        logger.debug(
-            "Sync client left",
-            metadata: [
-                LogKey.transport: "\(transportName)",
-                LogKey.reason: "\(client.finishReason.map { "\($0)" } ?? "ended")",
-            ])
     }
 
     /// The client went away.
