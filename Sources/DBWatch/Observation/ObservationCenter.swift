@@ -291,8 +291,8 @@ final class ObservationCenter: Sendable {
         // being numbered meanwhile comes after any position the caller knows.)
         if driver.touchedMark.value <= position { return .max }
         return state.withLock { state in
+            // (Touched after `position` stays so: marks only grow.)
             guard let entry = state.entries[ObjectIdentifier(driver)] else { return position &+ 1 }
-            if driver.touchedMark.value <= position { return .max }
             guard let region = entry.region, !entry.observesEverything, position >= entry.regionFetchedAt,
                 position >= state.loggedAfter
             else { return position &+ 1 }

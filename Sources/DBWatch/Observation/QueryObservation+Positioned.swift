@@ -53,7 +53,8 @@ extension QueryObservation {
 package struct ObservationProbe: Sendable {
     private let driver: any PositionReporting
     /// The driver's ``TouchedMark``: a value delivered at a position no
-    /// earlier than its `value` is current, without a call to the center.
+    /// earlier than its `value` is current (a sync session reads it for
+    /// each subscription it holds, without a call to the center).
     package let mark: TouchedMark
 
     init(driver: some PositionReporting) {
@@ -66,8 +67,7 @@ package struct ObservationProbe: Sendable {
     /// value now. The result is the value at every position from
     /// `position` up to, not including, this one.
     package func firstPossibleChange(after position: UInt64) -> UInt64 {
-        if mark.value <= position { return .max }
-        return driver.firstPossibleChange(after: position)
+        driver.firstPossibleChange(after: position)
     }
 
     /// Whether the result delivered at `position` is the value now.
