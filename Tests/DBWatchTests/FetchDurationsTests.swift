@@ -8,7 +8,7 @@ import Testing
 @Suite("Fetch durations: buckets per database")
 struct FetchDurationsTests {
     @Test func aDurationGoesToTheFirstBucketWhoseBoundItDoesNotExceed() {
-        let counters = FetchDurationCounters()
+        let counters = DurationHistogramCounters()
         counters.record(.zero)
         counters.record(.microseconds(500))  // the first bound, inclusive
         counters.record(.nanoseconds(500_001))

@@ -190,4 +190,37 @@ struct ObservationPositionTests {
             }
         }
     }
+
+    /// A commit's instant is recorded when it is published, and found by
+    /// its position while observations run; a position that is no logged
+    /// commit's has none. A plain observation's results carry their
+    /// positions too (`Results.Iterator.nextPositioned()`), without
+    /// positions alone.
+    @Test(arguments: DatabaseKind.queueAndPool)
+    func aCommitsInstantIsFoundByItsPosition(kind: DatabaseKind) async throws {
+        try await withDatabase(kind, schema: Self.schema) { database in
+            try await withTimeout {
+                let beforeObserving = database.commitPosition
+                var results = database.observe(Self.count).results.makeAsyncIterator()
+                #expect(try await results.nextPositioned()?.result?.get() == 0)
+                // Published before anything was observed: not in the log.
+                #expect(database.commitInstant(at: beforeObserving) == nil)
+
+                let beforeCommit = ContinuousClock.now
+                try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                let afterCommit = ContinuousClock.now
+                let second = try #require(await results.nextPositioned())
+                #expect(try second.result?.get() == 1)
+                let instant = try #require(database.commitInstant(at: second.position))
+                #expect(beforeCommit <= instant && instant <= afterCommit)
+                #expect(database.commitInstant(at: second.position + 1) == nil)
+
+                // A commit of another table: its own instant, later.
+                try await database.write { db in try db.execute(sql: "INSERT INTO u DEFAULT VALUES") }
+                let later = try #require(database.commitInstant(at: database.commitPosition))
+                #expect(later >= instant)
+                #expect(database.commitInstant(at: second.position) == instant)
+            }
+        }
+    }
 }

@@ -57,7 +57,7 @@ final class JobQueue: @unchecked Sendable {  // every var is private and touched
     /// How long the observations' fetches on this queue took (the
     /// database's ``FetchDurations``): the queue is the one fetch queue of
     /// its database.
-    let fetchDurations = FetchDurationCounters()
+    let fetchDurations = DurationHistogramCounters()
     /// The open connections of the worker threads, for interrupting their
     /// statements at shutdown. A worker adds its connection when it opens
     /// it and removes it before closing it, under the lock, so that no

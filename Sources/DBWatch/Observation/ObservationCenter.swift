@@ -62,6 +62,8 @@ final class ObservationCenter: Sendable {
     private struct RecentCommit {
         let serial: UInt64
         let changes: DatabaseChanges
+        /// When it was published (see ``commitInstant(at:)``).
+        let instant: ContinuousClock.Instant
     }
 
     private struct State {
@@ -325,6 +327,7 @@ final class ObservationCenter: Sendable {
     /// replica publishes its source's log positions).
     func didCommit(_ changes: DatabaseChanges, at position: UInt64? = nil) {
         var touched: [any ObservationDriving] = []
+        let instant = ContinuousClock.now
         state.withLock { state in
             state.commitSerial = max(state.commitSerial + 1, position ?? 0)
             state.commitCount += 1
@@ -334,7 +337,7 @@ final class ObservationCenter: Sendable {
                 state.loggedAfter = state.commitSerial
                 return
             }
-            state.recent.append(RecentCommit(serial: state.commitSerial, changes: changes))
+            state.recent.append(RecentCommit(serial: state.commitSerial, changes: changes, instant: instant))
             if state.recent.count > 2 * Self.recentCommitCapacity {
                 let dropped = state.recent.count - Self.recentCommitCapacity
                 state.loggedAfter = state.recent[dropped - 1].serial
@@ -368,6 +371,22 @@ final class ObservationCenter: Sendable {
     /// a commit: a database that already holds everything up to a position
     /// of its own numbering (a replica reopening its file at its stored log
     /// position) starts there. Never moves it back; touches no observation.
+    /// When the commit at `position` was published: its writer's commit
+    /// (once the committing statement finished), or another process's
+    /// commit when this process detected it. `nil` for a position that is
+    /// not a commit's, or a commit no longer in the log of recent ones (at
+    /// least ``recentCommitCapacity`` are kept while observations run).
+    /// The log is searched from its newest commit: a value usually carries
+    /// one of the last positions.
+    func commitInstant(at position: UInt64) -> ContinuousClock.Instant? {
+        state.withLock { state in
+            for commit in state.recent.reversed() where commit.serial <= position {
+                return commit.serial == position ? commit.instant : nil
+            }
+            return nil
+        }
+    }
+
     func advanceCommitSerial(to position: UInt64) {
         state.withLock { state in
             guard position > state.commitSerial else { return }

@@ -30,7 +30,7 @@ final class ObservationDriver<Request: Queryable>: ObservationDriving, ResultMai
     private let uplink: ObservationCenter.Uplink
     let touchedMark = TouchedMark()
     /// Where each fetch's duration is counted: its database's counters.
-    private let fetchDurations: FetchDurationCounters
+    private let fetchDurations: DurationHistogramCounters
     private let state = Locked(StateMachine())
     /// Whether `Request.Value` is `Equatable` (known at run time): then a
     /// refetch equal to the last value is not delivered again. A flag, not

@@ -95,6 +95,22 @@ extension DatabaseWriter {
         }
     }
 
+    /// When the commit at `position` was published by this process (see
+    /// ``PositionedResult``), while it is in the log of recent commits the
+    /// observations keep; `nil` otherwise. The delivery engine measures
+    /// from it how long a value took from its commit to a client's socket.
+    ///
+    /// ```swift
+    /// let committedAt = pool.commitInstant(at: positioned.position)
+    /// ```
+    package func commitInstant(at position: UInt64) -> ContinuousClock.Instant? {
+        switch self {
+        case let pool as DatabasePool: pool.observations.commitInstant(at: position)
+        case let queue as DatabaseQueue: queue.observations.commitInstant(at: position)
+        default: nil
+        }
+    }
+
     /// Moves ``commitPosition`` forward to `position` without a commit
     /// (never back): a database whose commits carry positions of their own
     /// (``Database/setCommitPosition(_:)``) and that already holds

@@ -177,6 +177,14 @@ public struct QueryObservation<Request: Queryable>: AsyncSequence, Sendable {
             public mutating func next() async -> Result<Request.Value, any Error>? {
                 await subscription.mailbox.next()
             }
+
+            /// The next result with the position it was fetched at (see
+            /// ``PositionedResult``); `nil` when cancelled or after the
+            /// database closed. Unlike ``QueryObservation/positioned``, no
+            /// element without a result: unchanged fetches are not reported.
+            package mutating func nextPositioned() async -> PositionedResult<Request.Value>? {
+                await subscription.mailbox.nextPositioned()
+            }
         }
     }
 }
