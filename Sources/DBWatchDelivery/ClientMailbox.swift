@@ -18,10 +18,15 @@ package final class ClientMailbox: Sendable {
     private let loopTask = Locked<RunningTask?>(nil)
     /// Whether idle periods produce keep-alive comments (server-sent events).
     let transport: Transport
+    /// When the client connected: the commits before are not its news
+    /// (see ``LiveQueriesCounters/wrote(_:connectedAt:)``).
+    package let connectedAt: ContinuousClock.Instant
 
     package init(heldDigest: UInt64?, transport: Transport) {
         self.transport = transport
-        machine = Locked(Machine(heldDigest: heldDigest, now: .now))
+        let now = ContinuousClock.now
+        connectedAt = now
+        machine = Locked(Machine(heldDigest: heldDigest, now: now))
     }
 
     /// Why the stream ended, once it did.
@@ -121,6 +126,7 @@ package final class ClientMailbox: Sendable {
                     defer { machine.withLock { $0.writeEnded(now: .now) } }
                     if killed { throw CancellationError() }
                     try await write(frame)
+                    counters.wrote(frame, connectedAt: connectedAt)
                 }
                 switch next {
                 case .frame(let frame): counters.sent(frame)

@@ -30,15 +30,23 @@ package final class Frame: Sendable {
     package let serverSentEvent: [UInt8]
     /// The WebSocket text message, ready to write.
     package let webSocketMessage: [UInt8]
+    /// When the commit this frame is news of was published (the commit at
+    /// its value's position), for the commit-to-socket latency; `nil` for
+    /// frames that are no commit's news (errors, ends, first values).
+    package let committedAt: ContinuousClock.Instant?
     /// The bytes in the adapter's buffer type, made once per transport for
     /// every client (see ``wire(_:_:)``).
     private let wires = Locked<[Transport: any Sendable]>([:])
 
-    init(kind: Kind, digest: UInt64, serverSentEvent: [UInt8], webSocketMessage: [UInt8]) {
+    init(
+        kind: Kind, digest: UInt64, serverSentEvent: [UInt8], webSocketMessage: [UInt8],
+        committedAt: ContinuousClock.Instant? = nil
+    ) {
         self.kind = kind
         self.digest = digest
         self.serverSentEvent = serverSentEvent
         self.webSocketMessage = webSocketMessage
+        self.committedAt = committedAt
     }
 
     /// The bytes for `transport`.
@@ -78,8 +86,11 @@ package final class Frame: Sendable {
     }
 
     /// A value frame around `json`, the value encoded once; `version` grows
-    /// with each value the server sends.
-    package static func value(json: [UInt8], version: UInt64) -> Frame {
+    /// with each value the server sends; `committedAt`, when the commit of
+    /// the value's position was published.
+    package static func value(
+        json: [UInt8], version: UInt64, committedAt: ContinuousClock.Instant? = nil
+    ) -> Frame {
         let digest = fnv1a(json)
         let id = eventID(version: version, digest: digest)
         var event: [UInt8] = []
@@ -92,7 +103,8 @@ package final class Frame: Sendable {
         message += #"{"type":"value","id":"\#(id)","value":"#.utf8
         message += json
         message += "}".utf8
-        return Frame(kind: .value, digest: digest, serverSentEvent: event, webSocketMessage: message)
+        return Frame(
+            kind: .value, digest: digest, serverSentEvent: event, webSocketMessage: message, committedAt: committedAt)
     }
 
     /// An error frame: `{"message": …, "code": …}`.

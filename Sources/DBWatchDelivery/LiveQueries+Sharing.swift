@@ -92,7 +92,9 @@ extension LiveQueries {
     ) async {
         let comparesValues = R.Value.self is any Equatable.Type
         var previous: UInt64?
-        for await result in database.observe(request, options: configuration.observationOptions).results {
+        var results = database.observe(request, options: configuration.observationOptions).results.makeAsyncIterator()
+        while let element = await results.nextPositioned() {
+            guard let result = element.result else { continue }
             counters.fetches.add(1, ordering: .relaxed)
             switch result {
             case .success(let value):
@@ -108,7 +110,9 @@ extension LiveQueries {
                     continue
                 }
                 let version = versions.add(1, ordering: .relaxed).newValue
-                let frame = Frame.value(json: json, version: version)
+                // Clients connected before this commit count its latency.
+                let committedAt = database.commitInstant(at: element.position)
+                let frame = Frame.value(json: json, version: version, committedAt: committedAt)
                 if !comparesValues {
                     if frame.digest == previous { continue }
                     previous = frame.digest

@@ -1,3 +1,4 @@
+import DBWatch
 import Synchronization
 
 /// Counters of a ``LiveQueries``, for metrics and leak checks.
@@ -56,6 +57,24 @@ public struct LiveQueriesStatistics: Sendable, Hashable {
     /// live.statistics.observationsRefused
     /// ```
     public var observationsRefused: Int = 0
+    /// How long values took from their commit to a client's socket: from
+    /// the moment the commit of a value's position was published to the
+    /// moment the adapter's write of the value to one client returned
+    /// (the bytes handed to its connection), one duration per client and
+    /// value. Sync batches count from the earliest commit whose changes
+    /// they carry.
+    ///
+    /// Not counted: a client's first value, and a value whose commit came
+    /// before the client connected, or is gone from the core's log of
+    /// recent commits (a fetch that outlived over a hundred commits). A
+    /// value holding several commits counts from the last; commits of
+    /// another process from when this process detected them.
+    ///
+    /// ```swift
+    /// let latency = live.statistics.commitToSocket
+    /// let mean = latency.total / max(1, latency.count)
+    /// ```
+    public var commitToSocket = DurationHistogram()
 }
 
 /// The counters behind ``LiveQueriesStatistics``: relaxed atomics, no lock.
@@ -67,6 +86,7 @@ package final class LiveQueriesCounters: Sendable {
     package let valuesSkipped = Atomic<Int>(0)
     package let clientsStalled = Atomic<Int>(0)
     package let observationsRefused = Atomic<Int>(0)
+    package let commitToSocket = DurationHistogramCounters()
 
     package func sent(_ frame: Frame) {
         switch frame.kind {
@@ -78,6 +98,14 @@ package final class LiveQueriesCounters: Sendable {
 
     package init() {}
 
+    /// `frame` was just written to a client that connected at
+    /// `connectedAt`: counts its commit-to-socket latency when it is news
+    /// of a commit made since the client connected.
+    package func wrote(_ frame: Frame, connectedAt: ContinuousClock.Instant) {
+        guard let committedAt = frame.committedAt, committedAt >= connectedAt else { return }
+        commitToSocket.record(committedAt.duration(to: .now))
+    }
+
     func snapshot(observations: Int) -> LiveQueriesStatistics {
         LiveQueriesStatistics(
             clientsConnected: clientsConnected.load(ordering: .relaxed),
@@ -87,6 +115,7 @@ package final class LiveQueriesCounters: Sendable {
             fetches: fetches.load(ordering: .relaxed),
             valuesSkipped: valuesSkipped.load(ordering: .relaxed),
             clientsStalled: clientsStalled.load(ordering: .relaxed),
-            observationsRefused: observationsRefused.load(ordering: .relaxed))
+            observationsRefused: observationsRefused.load(ordering: .relaxed),
+            commitToSocket: commitToSocket.snapshot)
     }
 }

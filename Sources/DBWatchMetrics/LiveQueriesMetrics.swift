@@ -14,14 +14,14 @@ import Synchronization
 /// whatever the number of clients. Without a bootstrapped metrics backend
 /// swift-metrics' default factory drops every value.
 ///
-/// The fetch durations are a swift-metrics `Timer`: at each ``record()``,
-/// the fetches counted since the last one are recorded, each bucket's at
-/// its mean duration, so a histogram with the bounds of
-/// `FetchDurations.upperBounds` (give the backend ``timerBuckets``, as
-/// `dbwatch serve` does swift-prometheus) counts every fetch in its own
-/// bucket and sums their real durations. A record costs one timer
-/// record per fetch since the last one. The latency from a commit to the
-/// last client's socket is not measured yet.
+/// The fetch durations and the commit-to-socket latency
+/// (`LiveQueriesStatistics.commitToSocket`) are swift-metrics `Timer`s:
+/// at each ``record()``, the durations counted since the last one are
+/// recorded, each bucket's at its mean, so a histogram with the bounds of
+/// `DurationHistogram.upperBounds` (give the backend ``timerBuckets``, as
+/// `dbwatch serve` does swift-prometheus) counts every duration in its
+/// own bucket and sums their real values. A record costs one timer record
+/// per fetch and per value written to a client since the last one.
 ///
 /// ```swift
 /// let live = LiveQueries(pool)
@@ -53,10 +53,14 @@ public final class LiveQueriesMetrics: Sendable {
         /// observations took to fetch, in seconds (every observation of
         /// the database, not only the live queries').
         public static let fetchDuration = "dbwatch_fetch_duration_seconds"
+        /// Timer (a histogram in Prometheus): how long values took from
+        /// their commit to a client's socket, in seconds, one per client
+        /// and value news of a commit (see `LiveQueriesStatistics.commitToSocket`).
+        public static let commitToSocket = "dbwatch_commit_to_socket_seconds"
         /// Every name above.
         public static let all = [
             clientsConnected, sharedObservations, valuesSent, errorsSent, fetches, valuesSkipped, clientsStalled,
-            observationsRefused, fetchDuration,
+            observationsRefused, fetchDuration, commitToSocket,
         ]
     }
 
@@ -73,7 +77,8 @@ public final class LiveQueriesMetrics: Sendable {
     /// ```
     public let interval: Duration
 
-    /// The histogram bounds of ``Name/fetchDuration``, for a backend that
+    /// The histogram bounds of ``Name/fetchDuration`` and
+    /// ``Name/commitToSocket``, for a backend that
     /// takes them per label (swift-prometheus'
     /// `PrometheusMetricsFactory.durationHistogramBuckets`).
     ///
@@ -81,12 +86,14 @@ public final class LiveQueriesMetrics: Sendable {
     /// var factory = PrometheusMetricsFactory(registry: registry)
     /// factory.durationHistogramBuckets = LiveQueriesMetrics.timerBuckets
     /// ```
-    public static var timerBuckets: [String: [Duration]] { [Name.fetchDuration: FetchDurations.upperBounds] }
+    public static var timerBuckets: [String: [Duration]] {
+        [Name.fetchDuration: DurationHistogram.upperBounds, Name.commitToSocket: DurationHistogram.upperBounds]
+    }
 
     /// What the last ``record()`` read.
     private struct Reading {
         var statistics: LiveQueriesStatistics
-        var fetchDurations: FetchDurations
+        var fetchDurations: DurationHistogram
     }
 
     /// The counters at the last ``record()``, `nil` before the first.
@@ -100,6 +107,7 @@ public final class LiveQueriesMetrics: Sendable {
     private let clientsStalled: Counter
     private let observationsRefused: Counter
     private let fetchDuration: Metrics.Timer
+    private let commitToSocket: Metrics.Timer
 
     /// Reports `live` through `factory` (the bootstrapped one by default).
     ///
@@ -127,6 +135,7 @@ public final class LiveQueriesMetrics: Sendable {
         clientsStalled = Counter(label: Name.clientsStalled, dimensions: dimensions, factory: factory)
         observationsRefused = Counter(label: Name.observationsRefused, dimensions: dimensions, factory: factory)
         fetchDuration = Metrics.Timer(label: Name.fetchDuration, dimensions: dimensions, factory: factory)
+        commitToSocket = Metrics.Timer(label: Name.commitToSocket, dimensions: dimensions, factory: factory)
     }
 
     /// Reads the live queries' counters once and moves the metrics: gauges
@@ -145,9 +154,10 @@ public final class LiveQueriesMetrics: Sendable {
             defer { last = now }
             return (now, last)
         }
-        Self.record(fetchDuration, from: previous?.fetchDurations ?? FetchDurations(), to: reading.fetchDurations)
+        Self.record(fetchDuration, from: previous?.fetchDurations ?? DurationHistogram(), to: reading.fetchDurations)
         let now = reading.statistics
         let last = previous?.statistics
+        Self.record(commitToSocket, from: last?.commitToSocket ?? DurationHistogram(), to: now.commitToSocket)
         clientsConnected.record(now.clientsConnected)
         sharedObservations.record(now.observations)
         Self.increment(valuesSent, from: last?.valuesSent, to: now.valuesSent)
@@ -171,9 +181,9 @@ public final class LiveQueriesMetrics: Sendable {
         record()
     }
 
-    /// Records the fetches counted since `old`, each bucket's at its mean
-    /// duration (rounded to nanoseconds, so within the bucket's bounds).
-    private static func record(_ timer: Metrics.Timer, from old: FetchDurations, to new: FetchDurations) {
+    /// Records the durations counted since `old`, each bucket's at its mean
+    /// (rounded to nanoseconds, so within the bucket's bounds).
+    private static func record(_ timer: Metrics.Timer, from old: DurationHistogram, to new: DurationHistogram) {
         for (old, new) in zip(old.buckets, new.buckets) {
             let count = Int64(new.count - old.count)
             guard count > 0 else { continue }

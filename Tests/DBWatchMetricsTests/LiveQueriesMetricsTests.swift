@@ -2,6 +2,7 @@ import DBWatch
 import DBWatchDelivery
 import DBWatchMetrics
 import DBWatchTestSupport
+import Logging
 import Metrics
 import MetricsTestKit
 import Testing
@@ -72,8 +73,48 @@ import Testing
     }
 
     /// `SELECT count(*) FROM t`.
-    private struct CountOfT: Queryable {
+    struct CountOfT: Queryable {
         static var defaultValue: Int { 0 }
         func fetch(_ db: Database) throws -> Int { try db.fetchOne(Int.self, sql: "SELECT count(*) FROM t") ?? 0 }
+    }
+}
+
+/// `dbwatch_commit_to_socket_seconds`: each value written to a client
+/// after a commit is one timer value, the sum the delivery engine's.
+@Suite struct CommitToSocketMetricTests {
+    @Test func eachValueWrittenAfterACommitIsRecordedOnce() async throws {
+        try await withTimeout {
+            let queue = try DatabaseQueue()
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+            let live = LiveQueries(queue)
+            let metrics = TestMetrics()
+            let reporter = LiveQueriesMetrics(live, factory: metrics)
+            let timer = try metrics.expectTimer(LiveQueriesMetrics.Name.commitToSocket)
+
+            let admission = live.eventStream(
+                FetchDurationMetricTests.CountOfT(), scope: nil, lastEventID: nil,
+                logger: Logger(label: "CommitToSocketMetricTests"),
+                encode: LiveQueries.encodeJSON)
+            guard case .accepted(let stream) = admission else { throw LiveQueriesError.shuttingDown }
+            let (written, sink) = AsyncStream.makeStream(of: Void.self)
+            let running = Task { try await stream.run { _ in sink.yield() } }
+            defer { running.cancel() }
+            var writes = written.makeAsyncIterator()
+            await writes.next()  // the first value: no commit's news
+            reporter.record()
+            #expect(timer.values.isEmpty)
+
+            for value in 1...3 {
+                try await queue.write { db in try db.execute(sql: "INSERT INTO t VALUES (?)", arguments: [value]) }
+                await writes.next()
+                try await waitUntil { live.statistics.commitToSocket.count == value }
+            }
+            reporter.record()
+            reporter.record()  // nothing new: nothing recorded twice
+            let latency = live.statistics.commitToSocket
+            #expect(timer.values.count == 3)
+            #expect(Duration.nanoseconds(timer.values.reduce(0, +)) == latency.total)
+            await live.shutDown()
+        }
     }
 }

@@ -29,6 +29,7 @@ struct ServeMetricsEndToEndTests {
     }
 
     @Test func clientsConnectedIsTheClientsHeldAndValuesSentMoveAfterACommit() async throws {
+        // Also: the fetch durations and the commit-to-socket latency as histograms.
         try await withTimeout {
             try await withTemporaryDirectory { scratch in
                 let path = try serving.makePlayers(in: scratch)
@@ -68,6 +69,13 @@ struct ServeMetricsEndToEndTests {
                 #expect(PrometheusText.value(of: histogram + #"_bucket{le="+Inf"}"#, in: after) == fetches)
                 #expect(PrometheusText.value(of: histogram + #"_bucket{le="0.002"}"#, in: after) != nil, "\(after)")
                 #expect((PrometheusText.value(of: histogram + "_sum", in: after) ?? 0) > 0)
+                // The commit's value, once per client (their first values are no commit's news).
+                let latency = "dbwatch_commit_to_socket_seconds"
+                #expect(PrometheusText.declares(latency, as: "histogram", in: after), "\(after)")
+                #expect(PrometheusText.value(of: latency + "_count", in: after) == 3, "\(after)")
+                #expect(PrometheusText.value(of: latency + #"_bucket{le="+Inf"}"#, in: after) == 3)
+                #expect(PrometheusText.value(of: latency + #"_bucket{le="0.0005"}"#, in: after) != nil, "\(after)")
+                #expect((PrometheusText.value(of: latency + "_sum", in: after) ?? 0) > 0)
 
                 // One client leaves: the gauge follows.
                 streams.removeLast()

@@ -2,8 +2,11 @@ extension Frame {
     /// A message of the sync protocol, for one transport only (its batches
     /// are composed per connection): a server-sent event whose `event:` is
     /// the message's `type` and whose `data:` is `json`, or `json` as a
-    /// WebSocket text message.
-    static func sync(_ type: String, json: [UInt8], for transport: Transport) -> Frame {
+    /// WebSocket text message. `committedAt`: when the commit the message
+    /// is the earliest news of was published (a batch of changes).
+    static func sync(
+        _ type: String, json: [UInt8], for transport: Transport, committedAt: ContinuousClock.Instant? = nil
+    ) -> Frame {
         switch transport {
         case .serverSentEvents:
             var event: [UInt8] = []
@@ -11,9 +14,10 @@ extension Frame {
             event += "event: \(type)\ndata: ".utf8
             event += json
             event += "\n\n".utf8
-            return Frame(kind: .value, digest: 0, serverSentEvent: event, webSocketMessage: [])
+            return Frame(
+                kind: .value, digest: 0, serverSentEvent: event, webSocketMessage: [], committedAt: committedAt)
         case .webSocket:
-            return Frame(kind: .value, digest: 0, serverSentEvent: [], webSocketMessage: json)
+            return Frame(kind: .value, digest: 0, serverSentEvent: [], webSocketMessage: json, committedAt: committedAt)
         }
     }
 

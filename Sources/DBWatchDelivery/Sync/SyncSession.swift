@@ -200,7 +200,10 @@ package final class SyncSession: Sendable {
         do {
             try await client.run(counters: live.counters) { frame in
                 guard frame === Frame.syncWake else { return try await write(frame) }
-                for message in compose() { try await write(message) }
+                for message in compose() {
+                    try await write(message)
+                    live.counters.wrote(message, connectedAt: client.connectedAt)
+                }
             }
         } catch  where client.finishReason == .disconnected {
             // The client closed the connection: not an error of the handler.
@@ -499,10 +502,14 @@ package final class SyncSession: Sendable {
         }
         guard !changed.isEmpty else { return nil }
         var entries: [(key: String, value: [UInt8])] = []
+        // The earliest position of a value that is news of a commit (not a
+        // first value): where the batch's commit-to-socket latency starts.
+        var earliestNews: UInt64?
         for subscription in changed.sorted(by: { $0.id < $1.id }) {
             guard let current = subscription.view.current else { continue }
             if let entry = entry(for: subscription, view: subscription.view, current: current) {
                 entries.append((subscription.id, entry))
+                if case .value = subscription.held { earliestNews = min(earliestNews ?? .max, current.position) }
             }
             subscription.held = .value(at: current.position)
         }
@@ -512,7 +519,9 @@ package final class SyncSession: Sendable {
             ("type", SyncJSON.string("batch")), ("position", SyncJSON.string("\(epoch)/\(target)")),
             ("changes", SyncJSON.object(entries)),
         ])
-        return .sync("batch", json: json, for: client.transport)
+        return .sync(
+            "batch", json: json, for: client.transport,
+            committedAt: earliestNews.flatMap { live.database.commitInstant(at: $0) })
     }
 
     /// What one subscription receives in a batch; `nil` when the client
