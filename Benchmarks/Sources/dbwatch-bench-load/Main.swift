@@ -8,6 +8,10 @@ struct LoadOptions {
     var runs = 1
     var clients = [1_000, 10_000]
     var writes = 20
+    /// The time from one measured write's start to the next's.
+    var writeInterval: Duration = .seconds(1)
+    /// Also `dbwatch serve` built from other code, for serve-metrics (metrics off).
+    var beforeDbwatch = ""
     var only: Set<String> = []
     var server = ""
     var dbwatch = ""
@@ -22,21 +26,28 @@ struct LoadOptions {
     var skipWriteRates = false
 
     static let usage = """
-        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--only fanout,rows,serve,serve-auth,serve-metrics]
-                                 [--server PATH] [--dbwatch PATH] [--child-task-baseline]
+        usage: dbwatch-bench-load [--runs N] [--clients 1000,10000] [--writes N] [--write-interval MS]
+                                 [--only fanout,rows,serve,serve-auth,serve-metrics,serve-metrics-phases]
+                                 [--server PATH] [--dbwatch PATH] [--before-dbwatch PATH] [--child-task-baseline]
                                  [--floor] [--floor-server PATH] [--before-server PATH] [--skip-write-rates]
 
           --runs N      run each scenario N times; print median [min – max]
           --clients L   numbers of SSE clients (each also needs one open file here and one in the server)
-          --writes N    measured writes per fan-out (one per second, after 2 unmeasured)
+          --writes N    measured writes per fan-out (one per interval, after 2 unmeasured; at most 1,000)
+          --write-interval MS  from one write's start to the next's (default 1000; a write whose
+                        fan-out takes longer waits for it)
           --only L      fanout (workloads 1, 3 and 4 on the shared query), rows (workloads 2 and 4),
                         serve (issue 17: `dbwatch serve`, writes by this process; only when named),
                         serve-auth (issue 24: `dbwatch serve` without auth, with a token, with a JWT;
                         only when named), serve-metrics (issue 28: `dbwatch serve` with --metrics off,
-                        on and scraped every second, on and never scraped; only when named)
+                        on and scraped every second, on and never scraped; only when named),
+                        serve-metrics-phases (issue 28: one `dbwatch serve --metrics`, phases of writes
+                        scraped every second or never, alternately; only when named)
           --server P    the dbwatch-bench-server executable (default: next to this one)
           --dbwatch P   the dbwatch executable, for serve (default: next to this one, else
                         .build/release/dbwatch in the current directory)
+          --before-dbwatch P  also a dbwatch built from other code, in serve-metrics with metrics off
+                        (`metrics off, before`)
           --child-task-baseline  also a baseline whose clients write from a child task, as DBWatch's do
           --floor       also the floor (issue 25): dbwatch-bench-floor, plain SwiftNIO, one fetch per
                         write and the same buffer written to every client
@@ -81,12 +92,14 @@ struct LoadOptions {
             switch argument {
             case "--runs": runs = max(Int(value) ?? 1, 1)
             case "--clients": clients = value.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
-            case "--writes": writes = min(max(Int(value) ?? 20, 1), 100)
+            case "--writes": writes = min(max(Int(value) ?? 20, 1), 1_000)
+            case "--write-interval": writeInterval = .milliseconds(min(max(Int(value) ?? 1_000, 50), 10_000))
             case "--only": only = Set(value.split(separator: ",").map(String.init))
             case "--server": server = value
             case "--dbwatch": dbwatch = value
             case "--floor-server": floorServer = value
             case "--before-server": beforeServer = value
+            case "--before-dbwatch": beforeDbwatch = value
             default: throw LoadError(description: "unknown option \(argument)\n\(Self.usage)")
             }
         }
@@ -126,7 +139,8 @@ struct LoadMain {
         let scenarios =
             options.only.isEmpty
             ? ["fanout", "rows"]
-            : ["fanout", "rows", "serve", "serve-auth", "serve-metrics"].filter(options.only.contains)
+            : ["fanout", "rows", "serve", "serve-auth", "serve-metrics", "serve-metrics-phases"].filter(
+                options.only.contains)
         for run in 1...options.runs {
             for scenario in scenarios {
                 for clients in options.clients {
@@ -138,6 +152,7 @@ struct LoadMain {
                     case "rows": try await scenarioResults.rows()
                     case "serve-auth": try await scenarioResults.serveAuthentication(run: run)
                     case "serve-metrics": try await scenarioResults.serveMetrics(run: run)
+                    case "serve-metrics-phases": try await scenarioResults.serveMetricsPhases(run: run)
                     default: try await scenarioResults.serve()
                     }
                 }
@@ -287,9 +302,9 @@ struct ScenarioRun {
                 eachLatencies += latencies
                 lastLatencies.append(latencies.max() ?? .infinity)
             }
-            // One write per second.
-            let elapsed = Double(nowNanoseconds() - started) / 1e9
-            if elapsed < 1 { try await Task.sleep(for: .milliseconds(Int((1 - elapsed) * 1000))) }
+            // One write per interval.
+            let elapsed = Duration.nanoseconds(nowNanoseconds() - started)
+            if elapsed < options.writeInterval { try await Task.sleep(for: options.writeInterval - elapsed) }
         }
         results.addPercentiles("\(label): commit to last client", lastLatencies)
         results.addPercentiles("\(label): commit to each client", eachLatencies)
@@ -300,10 +315,10 @@ struct ScenarioRun {
     /// `dbwatch serve`, written by `writer` from this process, and the
     /// server's CPU per measured write.
     func measureServeFanOut(
-        label: String, recorder: Recorder, server: ServerProcess, writer: ExternalWriter
+        label: String, recorder: Recorder, server: ServerProcess, writer: ExternalWriter, after round: Int = 0
     ) async throws {
         var cpuStart = server.cpuNanoseconds
-        try await measureFanOut(label: label, recorder: recorder, after: 0) {
+        try await measureFanOut(label: label, recorder: recorder, after: round) {
             cpuStart = server.cpuNanoseconds
         } write: { round in
             try writer.write(round: round)
