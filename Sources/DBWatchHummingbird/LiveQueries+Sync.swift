@@ -155,12 +155,21 @@ extension LiveQueries {
     /// A sync connection over a WebSocket: the client's messages are text
     /// messages, and so are the server's (see "The Sync Protocol" in DBWatchDelivery).
     ///
+    /// A client's message may take 64 KiB; Hummingbird's server bounds
+    /// each frame to `WebSocketServerConfiguration.maxFrameSize`, 16 KiB
+    /// by default, and closes the connection of a client that sends a
+    /// larger one: raise it to 64 KiB, as below.
+    ///
     /// ```swift
     /// router.ws("sync/socket") { inbound, outbound, context in
     ///     try await live.syncWebSocket(inbound: inbound, outbound: outbound, context: context) { subscription in
     ///         .identifiable(TopPlayers(limit: Int(subscription.params["n"] ?? "") ?? 10))
     ///     }
     /// }
+    /// let app = Application(
+    ///     router: router,
+    ///     server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 16)),
+    ///     services: [live])
     /// ```
     public func syncWebSocket(
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, context: some WebSocketContext,

@@ -80,7 +80,9 @@
             let app = Application(
                 router: router,
                 // With limits: HTTP/1 alone (the WebSocket builder cannot be wrapped from outside).
-                server: limits.map { .http1(limits: $0) } ?? .http1WebSocketUpgrade(webSocketRouter: router),
+                // Frames of 64 KiB, the sync protocol's largest message (Hummingbird's default is 16 KiB).
+                server: limits.map { .http1(limits: $0) }
+                    ?? .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 16)),
                 configuration: .init(
                     address: .hostname("127.0.0.1", port: 0),
                     availableConnectionsDelegate: maxConnections.map { MaximumAvailableConnections($0) }),
