@@ -1,4 +1,5 @@
 import DBWatch
+import Synchronization
 
 /// One connected client: runs its ``ClientMailboxStateMachine`` under a lock
 /// and its write loop in the connection's own task (no task of its own).
@@ -18,9 +19,18 @@ package final class ClientMailbox: Sendable {
     private let loopTask = Locked<RunningTask?>(nil)
     /// Whether idle periods produce keep-alive comments (server-sent events).
     let transport: Transport
-    /// When the client connected: the commits before are not its news
-    /// (see ``LiveQueriesCounters/wrote(_:connectedAt:)``).
+    /// When the client connected.
     package let connectedAt: ContinuousClock.Instant
+    /// When it began to follow the source it follows now, in nanoseconds
+    /// after ``connectedAt`` (a WebSocket client changes its request): the
+    /// commits before are not its news (see
+    /// ``LiveQueriesCounters/wrote(_:since:)``).
+    private let followingAfter = Atomic<Int64>(0)
+
+    /// Since when the client follows its current source.
+    package var followingSince: ContinuousClock.Instant {
+        connectedAt + .nanoseconds(followingAfter.load(ordering: .relaxed))
+    }
 
     package init(heldDigest: UInt64?, transport: Transport) {
         self.transport = transport
@@ -34,6 +44,8 @@ package final class ClientMailbox: Sendable {
 
     /// Accepts frames from `source` only, and drops a pending frame of another source.
     func accept(from source: ObjectIdentifier?) {
+        let (seconds, attoseconds) = connectedAt.duration(to: .now).components
+        followingAfter.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
         machine.withLock { $0.accept(from: source) }
     }
 
@@ -126,7 +138,7 @@ package final class ClientMailbox: Sendable {
                     defer { machine.withLock { $0.writeEnded(now: .now) } }
                     if killed { throw CancellationError() }
                     try await write(frame)
-                    counters.wrote(frame, connectedAt: connectedAt)
+                    counters.wrote(frame, since: followingSince)
                 }
                 switch next {
                 case .frame(let frame): counters.sent(frame)

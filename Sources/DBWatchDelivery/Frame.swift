@@ -32,7 +32,7 @@ package final class Frame: Sendable {
     package let webSocketMessage: [UInt8]
     /// When the commit this frame is news of was published (the commit at
     /// its value's position), for the commit-to-socket latency; `nil` for
-    /// frames that are no commit's news (errors, ends, first values).
+    /// frames that are no commit's news (errors, ends, an observation's first value).
     package let committedAt: ContinuousClock.Instant?
     /// The bytes in the adapter's buffer type, made once per transport for
     /// every client (see ``wire(_:_:)``).

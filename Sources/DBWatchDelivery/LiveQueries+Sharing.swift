@@ -92,6 +92,7 @@ extension LiveQueries {
     ) async {
         let comparesValues = R.Value.self is any Equatable.Type
         var previous: UInt64?
+        var isFirst = true
         var results = database.observe(request, options: configuration.observationOptions).results.makeAsyncIterator()
         while let element = await results.nextPositioned() {
             guard let result = element.result else { continue }
@@ -110,9 +111,13 @@ extension LiveQueries {
                     continue
                 }
                 let version = versions.add(1, ordering: .relaxed).newValue
-                // Clients connected before this commit count its latency.
-                let committedAt = database.commitInstant(at: element.position)
-                let frame = Frame.value(json: json, version: version, committedAt: committedAt)
+                // A refetch's value is news of the commit at its position
+                // (the first value is no commit's news): clients that
+                // followed this observation before that commit count its latency.
+                let frame = Frame.value(
+                    json: json, version: version,
+                    committedAt: isFirst ? nil : database.commitInstant(at: element.position))
+                isFirst = false
                 if !comparesValues {
                     if frame.digest == previous { continue }
                     previous = frame.digest

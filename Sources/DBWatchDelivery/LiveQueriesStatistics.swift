@@ -58,17 +58,22 @@ public struct LiveQueriesStatistics: Sendable, Hashable {
     /// ```
     public var observationsRefused: Int = 0
     /// How long values took from their commit to a client's socket: from
-    /// the moment the commit of a value's position was published to the
-    /// moment the adapter's write of the value to one client returned
-    /// (the bytes handed to its connection), one duration per client and
-    /// value. Sync batches count from the earliest commit whose changes
-    /// they carry.
+    /// the moment the commit of a value's position (the last commit its
+    /// snapshot holds) was published to the moment the adapter's write of
+    /// the value to one client returned (the bytes handed to its
+    /// connection), one duration per client and value. A sync batch counts
+    /// from the earliest commit that changed a value the client held.
     ///
-    /// Not counted: a client's first value, and a value whose commit came
-    /// before the client connected, or is gone from the core's log of
-    /// recent commits (a fetch that outlived over a hundred commits). A
-    /// value holding several commits counts from the last; commits of
-    /// another process from when this process detected them.
+    /// Not counted: a client's first value for a request (also after a
+    /// WebSocket client changes its request), a sync subscription's
+    /// snapshot, a value whose commit came before the client followed its
+    /// request, and a value whose commit is gone from the core's log of
+    /// recent commits when the value is fetched (a fetch that outlived over
+    /// a hundred commits). A slow client whose pending value was replaced
+    /// by a newer one (`valuesSkipped`) counts from the newer value's
+    /// commit. Commits of another process count from when this process
+    /// detected them, and a replica's from when it applied them (its lag
+    /// behind PostgreSQL is `dbwatch_replica_lag_seconds`).
     ///
     /// ```swift
     /// let latency = live.statistics.commitToSocket
@@ -98,11 +103,11 @@ package final class LiveQueriesCounters: Sendable {
 
     package init() {}
 
-    /// `frame` was just written to a client that connected at
-    /// `connectedAt`: counts its commit-to-socket latency when it is news
-    /// of a commit made since the client connected.
-    package func wrote(_ frame: Frame, connectedAt: ContinuousClock.Instant) {
-        guard let committedAt = frame.committedAt, committedAt >= connectedAt else { return }
+    /// `frame` was just written to a client that follows its source since
+    /// `since`: counts its commit-to-socket latency when it is news of a
+    /// commit made since.
+    package func wrote(_ frame: Frame, since: ContinuousClock.Instant) {
+        guard let committedAt = frame.committedAt, committedAt >= since else { return }
         commitToSocket.record(committedAt.duration(to: .now))
     }
 

@@ -182,15 +182,28 @@ public final class LiveQueriesMetrics: Sendable {
     }
 
     /// Records the durations counted since `old`, each bucket's at its mean
-    /// (rounded to nanoseconds, so within the bucket's bounds).
+    /// (rounded to nanoseconds). A bucket's count and total are read one
+    /// after the other while durations are counted, so a total may lag
+    /// its count: each value is kept within its bucket's bounds.
     private static func record(_ timer: Metrics.Timer, from old: DurationHistogram, to new: DurationHistogram) {
+        forEachDuration(from: old, to: new) { timer.recordNanoseconds($0) }
+    }
+
+    /// The durations, in nanoseconds, that ``record(_:from:to:)`` records.
+    static func forEachDuration(from old: DurationHistogram, to new: DurationHistogram, _ body: (Int64) -> Void) {
+        var lowerBound: Int64 = 0
         for (old, new) in zip(old.buckets, new.buckets) {
+            defer { lowerBound = new.upperBound.map(nanoseconds) ?? .max }
             let count = Int64(new.count - old.count)
             guard count > 0 else { continue }
             let total = max(0, nanoseconds(new.total) - nanoseconds(old.total))
-            // `remainder` fetches at the mean rounded up, the others rounded down.
+            let upperBound = new.upperBound.map(nanoseconds) ?? .max
+            // `remainder` durations at the mean rounded up, the others rounded down.
             let (mean, remainder) = total.quotientAndRemainder(dividingBy: count)
-            for index in 0..<count { timer.recordNanoseconds(index < remainder ? mean + 1 : mean) }
+            for index in 0..<count {
+                let value = index < remainder ? mean + 1 : mean
+                body(min(max(value, lowerBound == 0 ? 0 : lowerBound + 1), upperBound))
+            }
         }
     }
 

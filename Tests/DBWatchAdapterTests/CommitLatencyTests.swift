@@ -6,7 +6,8 @@ import Testing
 /// `LiveQueriesStatistics.commitToSocket` on every adapter: one duration
 /// per client and value that is news of a commit, from the commit's
 /// publication to the end of the write to that client; never a client's
-/// first value, nor a value whose commit came before the client connected.
+/// first value, nor a value whose commit came before the client followed
+/// its request.
 @Suite("Commit-to-socket latency, on every adapter")
 struct CommitLatencyTests {
     private func addPlayer(_ server: any AdapterServer, _ name: String, _ score: Int) async throws {
@@ -25,6 +26,8 @@ struct CommitLatencyTests {
                 let second = try await EventStream.open("\(server.baseURL)/top/events")
                 _ = try await first.nextEvent()
                 _ = try await second.nextEvent()
+                // A write is counted before its value is: both first values are done.
+                try await waitUntil { server.live.statistics.valuesSent >= 2 }
                 #expect(server.live.statistics.commitToSocket.count == 0)
 
                 let beforeCommit = ContinuousClock.now
@@ -53,6 +56,34 @@ struct CommitLatencyTests {
         }
     }
 
+    /// A WebSocket client that changes its request follows the new one
+    /// from then on: the value it is given at once, though made after the
+    /// socket opened, is no commit's news for it.
+    @Test(arguments: Adapter.available)
+    func aValueGivenForANewRequestOnASocketDoesNotCount(adapter: Adapter) async throws {
+        try await withTimeout {
+            try await adapter.withServer { server in
+                let watcher = try await EventStream.open("\(server.baseURL)/top/events?limit=3")
+                _ = try await watcher.nextEvent()
+                try await TestWebSocket.connect("ws://127.0.0.1:\(server.port)/top/socket") { socket in
+                    try await socket.send(#"{"limit":1}"#)
+                    _ = try await socket.nextText()
+                    // Carol enters the watcher's top 3, not the socket's top 1.
+                    try await addPlayer(server, "carol", 90)
+                    try await waitUntil { server.live.statistics.valuesSent >= 3 }
+                    #expect(server.live.statistics.commitToSocket.count == 1)
+
+                    // The socket now asks for the top 3: the watcher's current value, at once.
+                    try await socket.send(#"{"limit":3}"#)
+                    #expect(try await socket.nextText()?.contains("carol") == true)
+                    try await waitUntil { server.live.statistics.valuesSent >= 4 }
+                    #expect(server.live.statistics.commitToSocket.count == 1)
+                    try await socket.close()
+                }
+            }
+        }
+    }
+
     /// The sync protocol: a batch of changes after a commit counts once,
     /// the batch of a new subscription's snapshot never.
     @Test(arguments: Adapter.available)
@@ -62,6 +93,8 @@ struct CommitLatencyTests {
                 let client = try await SyncTestClient.connect(server.baseURL)
                 try await client.subscribe("top", to: "top", params: ["n": "3"])
                 #expect(try await client.next().changes["top"]?["kind"] as? String == "snapshot")
+                // A batch is counted before the write loop goes on (and counts a value sent).
+                try await waitUntil { server.live.statistics.valuesSent >= 1 }
                 #expect(server.live.statistics.commitToSocket.count == 0)
 
                 let beforeCommit = ContinuousClock.now
@@ -76,6 +109,10 @@ struct CommitLatencyTests {
                 try await addPlayer(server, "dave", 10)  // below the top 3: no batch
                 try await client.subscribe("count", to: "count")
                 #expect(try await client.next().changes["count"]?["kind"] as? String == "value")
+                // The loop writes the next message only after counting this one.
+                #expect(try await client.subscribe("x", to: "nope") == 404)
+                #expect(try await client.next().type == "error")
+                #expect(server.live.statistics.commitToSocket.count == 1)
                 try await addPlayer(server, "erin", 95)
                 let batch = try await client.next()
                 #expect(batch.changes["top"]?["kind"] as? String == "changes")

@@ -69,13 +69,7 @@ struct SyncProtocolTests {
         try await withTimeout {
             try await adapter.withServer { server in
                 let client = try await SyncTestClient.connect(server.baseURL)
-                try await client.subscribe("top", to: "top")
-                try await client.subscribe("count", to: "count")
-                var results = SyncResults()
-                // The first values: one batch or two, whichever the fetches allow.
-                while results.results["top"] == nil || results.values["count"] == nil {
-                    try results.apply(try await client.next())
-                }
+                var results = try await client.subscribeToTopAndCount()
                 #expect(results.values["count"] as? Int == 2)
 
                 for (index, name) in ["carol", "dave", "erin"].enumerated() {

@@ -59,12 +59,7 @@ struct SyncProtocolTests {
         try await withTimeout {
             try await HummingbirdServer.with { server in
                 let client = try await SyncTestClient.connect(server.baseURL)
-                try await client.subscribe("top", to: "top")
-                try await client.subscribe("count", to: "count")
-                var results = SyncResults()
-                while results.results["top"] == nil || results.values["count"] == nil {
-                    try results.apply(try await client.next())
-                }
+                _ = try await client.subscribeToTopAndCount()
                 #expect(try await client.send(["type": "unsubscribe", "id": "top"]).status == 202)
                 try await addPlayer(server, "carol", 500)
                 let batch = try await client.next()

@@ -1,11 +1,12 @@
 import DBWatch
 import DBWatchDelivery
-import DBWatchMetrics
 import DBWatchTestSupport
 import Logging
 import Metrics
 import MetricsTestKit
 import Testing
+
+@testable import DBWatchMetrics
 
 @Suite struct LiveQueriesMetricsTests {
     @Test func namesFollowPrometheusConventions() {
@@ -31,17 +32,42 @@ import Testing
     }
 }
 
+/// How counts become timer values: each bucket's at its mean, within its
+/// bounds even when a total lags its count (read while durations are counted).
+@Suite struct HistogramRecordTests {
+    @Test func aBucketsDurationsAreAtItsMeanWithinItsBounds() {
+        var new = DurationHistogram()
+        // 1-2 ms: 3 durations adding up to 4.5 ms.
+        new.buckets[2].count = 3
+        new.buckets[2].total = .microseconds(4_500)
+        var values: [Int64] = []
+        LiveQueriesMetrics.forEachDuration(from: DurationHistogram(), to: new) { values.append($0) }
+        #expect(values == [1_500_000, 1_500_000, 1_500_000])
+
+        // A torn read: the count moved, the total not yet (or too far).
+        var torn = new
+        torn.buckets[2].count = 5
+        torn.buckets[12].count = 1  // 2.5-5 s, total 0
+        torn.buckets[14].count = 1  // over 10 s, total 0
+        values = []
+        LiveQueriesMetrics.forEachDuration(from: new, to: torn) { values.append($0) }
+        #expect(values == [1_000_001, 1_000_001, 2_500_000_001, 10_000_000_001])
+        values = []
+        var ahead = DurationHistogram()
+        ahead.buckets[0].count = 1
+        ahead.buckets[0].total = .seconds(1)  // 0-0.5 ms
+        LiveQueriesMetrics.forEachDuration(from: DurationHistogram(), to: ahead) { values.append($0) }
+        #expect(values == [500_000])
+    }
+}
+
 /// `dbwatch_fetch_duration_seconds`: each record adds the fetches counted
 /// since the last, each in the bucket the core counted it in, their sum
 /// the real one.
 @Suite struct FetchDurationMetricTests {
     @Test func eachFetchIsRecordedOnceInItsBucketWithTheRealTotal() async throws {
         try await withTimeout {
-            let queue = try DatabaseQueue()
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
-            let live = LiveQueries(queue)
-            let metrics = TestMetrics()
-            let reporter = LiveQueriesMetrics(live, factory: metrics)
+            let (queue, live, metrics, reporter) = try await Self.reporterOfTableT()
             let timer = try metrics.expectTimer(LiveQueriesMetrics.Name.fetchDuration)
             reporter.record()
             #expect(timer.values.isEmpty)
@@ -72,6 +98,16 @@ import Testing
         }
     }
 
+    /// A database with the table `t (a)`, its live queries, and their
+    /// reporter to a test backend.
+    static func reporterOfTableT() async throws -> (DatabaseQueue, LiveQueries, TestMetrics, LiveQueriesMetrics) {
+        let queue = try DatabaseQueue()
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
+        let live = LiveQueries(queue)
+        let metrics = TestMetrics()
+        return (queue, live, metrics, LiveQueriesMetrics(live, factory: metrics))
+    }
+
     /// `SELECT count(*) FROM t`.
     struct CountOfT: Queryable {
         static var defaultValue: Int { 0 }
@@ -84,11 +120,7 @@ import Testing
 @Suite struct CommitToSocketMetricTests {
     @Test func eachValueWrittenAfterACommitIsRecordedOnce() async throws {
         try await withTimeout {
-            let queue = try DatabaseQueue()
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE t (a)") }
-            let live = LiveQueries(queue)
-            let metrics = TestMetrics()
-            let reporter = LiveQueriesMetrics(live, factory: metrics)
+            let (queue, live, metrics, reporter) = try await FetchDurationMetricTests.reporterOfTableT()
             let timer = try metrics.expectTimer(LiveQueriesMetrics.Name.commitToSocket)
 
             let admission = live.eventStream(
@@ -101,6 +133,7 @@ import Testing
             defer { running.cancel() }
             var writes = written.makeAsyncIterator()
             await writes.next()  // the first value: no commit's news
+            try await waitUntil { live.statistics.valuesSent == 1 }  // counted after the write returned
             reporter.record()
             #expect(timer.values.isEmpty)
 

@@ -83,6 +83,19 @@ public final class SyncTestClient {
         return try await send(message).status
     }
 
+    /// Subscribes to the test server's `top` (keyed) and `count` (whole
+    /// values) under their own names, and reads batches until both have
+    /// their first value (one batch or two, whichever the fetches allow).
+    public func subscribeToTopAndCount() async throws -> SyncResults {
+        try await subscribe("top", to: "top")
+        try await subscribe("count", to: "count")
+        var results = SyncResults()
+        while results.results["top"] == nil || results.values["count"] == nil {
+            try results.apply(try await next())
+        }
+        return results
+    }
+
     /// The next message.
     public func next() async throws -> SyncMessage {
         try Self.message(try await stream.nextEvent())

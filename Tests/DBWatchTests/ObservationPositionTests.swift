@@ -220,6 +220,14 @@ struct ObservationPositionTests {
                 let later = try #require(database.commitInstant(at: database.commitPosition))
                 #expect(later >= instant)
                 #expect(database.commitInstant(at: second.position) == instant)
+
+                // A fetch that finds the count unchanged gives no element: the next is the next value.
+                try await database.write { db in
+                    try db.execute(sql: "INSERT INTO t DEFAULT VALUES")
+                    try db.execute(sql: "DELETE FROM t WHERE id = last_insert_rowid()")
+                }
+                try await database.write { db in try db.execute(sql: "INSERT INTO t DEFAULT VALUES") }
+                #expect(try await results.nextPositioned()?.result?.get() == 2)
             }
         }
     }

@@ -27,17 +27,11 @@ extension ScenarioRun {
                     """)
         }
         do {
-            let directory = try ServerProcess.temporaryDirectory()
-            let writer = try ExternalWriter(path: directory + "/board.sqlite")
-            defer { writer.close() }
-            let server = try ServerProcess(
-                executable: options.dbwatch,
-                arguments: [
-                    "serve", directory + "/board.sqlite", "--query", "board=\(Self.serveQuery)", "--port", "0",
-                    "--quiet",
-                ],
-                directory: directory, name: "dbwatch serve", port: Self.servedPort)
-            defer { server.stop() }
+            let (writer, server) = try serveBoard(Self.boardQueryArguments, name: "dbwatch serve")
+            defer {
+                server.stop()
+                writer.close()
+            }
             let label = "serve \(clients) dbwatch serve, external writes"
             let recorder = Recorder(clients: clients)
             let start = nowNanoseconds()
@@ -69,6 +63,30 @@ extension ScenarioRun {
         results.add("\(label): server CPU per write, ms", Double(after.cpu - cpuStart) / 1e6 / Double(options.writes))
         await closeClients(channels)
     }
+
+    /// `dbwatch serve FILE --port 0 --quiet` plus `arguments` (`executable`
+    /// by default `--dbwatch`'s), on a new board in a temporary directory,
+    /// and this process's writer of the board. Stop the server and close
+    /// the writer when done.
+    func serveBoard(
+        _ arguments: [String], executable: String? = nil, name: String
+    ) throws -> (writer: ExternalWriter, server: ServerProcess) {
+        let directory = try ServerProcess.temporaryDirectory()
+        let writer = try ExternalWriter(path: directory + "/board.sqlite")
+        do {
+            let server = try ServerProcess(
+                executable: executable ?? options.dbwatch,
+                arguments: ["serve", directory + "/board.sqlite", "--port", "0", "--quiet"] + arguments,
+                directory: directory, name: name, port: Self.servedPort)
+            return (writer, server)
+        } catch {
+            writer.close()
+            throw error
+        }
+    }
+
+    /// The arguments of ``serveQuery`` as the query `board`.
+    static var boardQueryArguments: [String] { ["--query", "board=\(serveQuery)"] }
 
     /// The port in `dbwatch serve`'s first line, `Serving FILE at http://127.0.0.1:P/`.
     static func servedPort(_ line: Substring) -> Int? {

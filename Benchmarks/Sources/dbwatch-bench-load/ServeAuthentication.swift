@@ -66,14 +66,11 @@ extension ScenarioRun {
         defer { try? FileManager.default.removeItem(atPath: modesDirectory) }
         for mode in try accessModes(directory: modesDirectory, run: run) {
             progress("  \(mode.name)")
-            let directory = try ServerProcess.temporaryDirectory()
-            let writer = try ExternalWriter(path: directory + "/board.sqlite")
-            defer { writer.close() }
-            let server = try ServerProcess(
-                executable: options.dbwatch,
-                arguments: ["serve", directory + "/board.sqlite", "--port", "0", "--quiet"] + mode.arguments,
-                directory: directory, name: "dbwatch serve (\(mode.name))", port: Self.servedPort)
-            defer { server.stop() }
+            let (writer, server) = try serveBoard(mode.arguments, name: "dbwatch serve (\(mode.name))")
+            defer {
+                server.stop()
+                writer.close()
+            }
             let label = "auth \(clients) \(mode.name)"
             let recorder = Recorder(clients: clients)
             let start = nowNanoseconds()

@@ -1,5 +1,6 @@
 import BenchProcess
 import Foundation
+import NIOCore
 
 /// `dbwatch serve`'s fan-out with `--metrics` off and on (issue 28), in one
 /// run: `clients` clients of one query, the board written by this process.
@@ -44,21 +45,15 @@ extension ScenarioRun {
                 throw LoadError(description: "no dbwatch executable at \(mode.executable): build it or pass its path")
             }
             progress("  \(mode.name)")
-            let directory = try ServerProcess.temporaryDirectory()
-            let writer = try ExternalWriter(path: directory + "/board.sqlite")
-            defer { writer.close() }
-            let arguments =
-                ["serve", directory + "/board.sqlite", "--port", "0", "--quiet", "--query", "board=\(Self.serveQuery)"]
-            let server = try ServerProcess(
-                executable: mode.executable, arguments: arguments + mode.arguments,
-                directory: directory, name: "dbwatch serve (\(mode.name))", port: Self.servedPort)
-            defer { server.stop() }
+            let (writer, server) = try serveBoard(
+                Self.boardQueryArguments + mode.arguments, executable: mode.executable,
+                name: "dbwatch serve (\(mode.name))")
+            defer {
+                server.stop()
+                writer.close()
+            }
             let label = "metrics \(clients) \(mode.name)"
-            let recorder = Recorder(clients: clients)
-            let channels = try await connectClients(
-                count: clients, path: { _ in "/queries/board/events" }, port: server.port, group: group,
-                recorder: recorder, marker: Array(#""round:"#.utf8))
-            try await Task.sleep(for: .milliseconds(500))
+            let (recorder, channels) = try await connectBoardClients(to: server)
             let control = HTTPControl(port: server.port, group: group)
             let scraper: Task<Int, Never>? =
                 !mode.scraped
@@ -96,22 +91,13 @@ extension ScenarioRun {
     /// Each adjacent pair of phases gives one ratio. Then, the clients
     /// idle, the CPU of a scrape a second against none.
     func serveMetricsPhases(run: Int) async throws {
-        let directory = try ServerProcess.temporaryDirectory()
-        let writer = try ExternalWriter(path: directory + "/board.sqlite")
-        defer { writer.close() }
-        let server = try ServerProcess(
-            executable: options.dbwatch,
-            arguments: [
-                "serve", directory + "/board.sqlite", "--port", "0", "--quiet", "--query", "board=\(Self.serveQuery)",
-                "--metrics",
-            ],
-            directory: directory, name: "dbwatch serve --metrics (phases)", port: Self.servedPort)
-        defer { server.stop() }
-        let recorder = Recorder(clients: clients)
-        let channels = try await connectClients(
-            count: clients, path: { _ in "/queries/board/events" }, port: server.port, group: group,
-            recorder: recorder, marker: Array(#""round:"#.utf8))
-        try await Task.sleep(for: .milliseconds(500))
+        let (writer, server) = try serveBoard(
+            Self.boardQueryArguments + ["--metrics"], name: "dbwatch serve --metrics (phases)")
+        defer {
+            server.stop()
+            writer.close()
+        }
+        let (recorder, channels) = try await connectBoardClients(to: server)
         let control = HTTPControl(port: server.port, group: group)
         let order = [true, false, false, true, true, false, false, true]
         var measured: [(scraped: Bool, cpu: Double, each: Double, last: Double)] = []
@@ -169,6 +155,21 @@ extension ScenarioRun {
             results.add("\(base), commit to each client p50, %", 100 * on.each / off.each)
             results.add("\(base), commit to last client p50, %", 100 * on.last / off.last)
         }
+    }
+}
+
+extension ScenarioRun {
+    /// `clients` clients of `server`'s board, connected, then half a second
+    /// for the server to settle.
+    func connectBoardClients(
+        to server: ServerProcess
+    ) async throws -> (Recorder, [any Channel]) {
+        let recorder = Recorder(clients: clients)
+        let channels = try await connectClients(
+            count: clients, path: { _ in "/queries/board/events" }, port: server.port, group: group,
+            recorder: recorder, marker: Array(#""round:"#.utf8))
+        try await Task.sleep(for: .milliseconds(500))
+        return (recorder, channels)
     }
 }
 

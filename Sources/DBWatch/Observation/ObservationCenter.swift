@@ -367,10 +367,6 @@ final class ObservationCenter: Sendable {
         enqueueFetches(of: touched.filter { $0.commitDidTouchRegion() })
     }
 
-    /// Moves the position of the last commit forward to `position`, without
-    /// a commit: a database that already holds everything up to a position
-    /// of its own numbering (a replica reopening its file at its stored log
-    /// position) starts there. Never moves it back; touches no observation.
     /// When the commit at `position` was published: its writer's commit
     /// (once the committing statement finished), or another process's
     /// commit when this process detected it. `nil` for a position that is
@@ -387,6 +383,10 @@ final class ObservationCenter: Sendable {
         }
     }
 
+    /// Moves the position of the last commit forward to `position`, without
+    /// a commit: a database that already holds everything up to a position
+    /// of its own numbering (a replica reopening its file at its stored log
+    /// position) starts there. Never moves it back; touches no observation.
     func advanceCommitSerial(to position: UInt64) {
         state.withLock { state in
             guard position > state.commitSerial else { return }

@@ -13,11 +13,16 @@ final class SyncFeed: Sendable {
         let value: SyncValue
         /// The position it was fetched at.
         let position: UInt64
+        /// When the first commit that changed the previous value was
+        /// published (`nil` for the feed's first value, no commit's news):
+        /// where a batch's commit-to-socket latency starts.
+        let committedAt: ContinuousClock.Instant?
         private let cache = Locked<(snapshot: [UInt8]?, whole: [UInt8]?)>((nil, nil))
 
-        init(_ value: SyncValue, at position: UInt64) {
+        init(_ value: SyncValue, at position: UInt64, committedAt: ContinuousClock.Instant? = nil) {
             self.value = value
             self.position = position
+            self.committedAt = committedAt
         }
 
         /// `"rows":[{"key":K,"row":R},…]` with `"columns"` when known: the
@@ -277,7 +282,9 @@ final class SyncFeed: Sendable {
             case nil:
                 advance(to: element.position)
             case .success(let value)?:
-                publish(keyed(value), at: element.position, historyLimit: live.configuration.syncHistoryBytes)
+                publish(
+                    keyed(value), at: element.position, historyLimit: live.configuration.syncHistoryBytes,
+                    database: live.database)
             case .failure(let error)?:
                 if (error as? SQLiteError)?.isDatabaseClosed == true {
                     live.syncFeedDidEnd(.databaseClosed)
@@ -306,9 +313,11 @@ final class SyncFeed: Sendable {
 
     /// A new value at `position`: its changes from the previous one join
     /// the history (computed outside the lock: this task alone writes values).
-    private func publish(_ value: SyncValue, at position: UInt64, historyLimit: Int) {
+    private func publish(
+        _ value: SyncValue, at position: UInt64, historyLimit: Int, database: any DatabaseWriter
+    ) {
         let previous = state.withLock { ($0.current, $0.failure != nil, $0.lastPosition, $0.probe) }
-        let next = Current(value, at: position)
+        var next = Current(value, at: position)
         var step: SyncHistory.Step?
         if let old = previous.0 {
             // The old value held from its last known position up to the
@@ -317,6 +326,10 @@ final class SyncFeed: Sendable {
             let last = max(previous.2, old.position)
             let change = previous.3?.firstPossibleChange(after: last) ?? .max
             let until = min(change == .max ? last &+ 1 : max(change, last &+ 1), position)
+            // The news started with that commit (or, unknown, with the value's own).
+            next = Current(
+                value, at: position,
+                committedAt: database.commitInstant(at: until) ?? database.commitInstant(at: position))
             if let oldRows = old.value.rows, let newRows = value.rows {
                 let changes = KeyedChanges.between(oldRows, newRows)
                 if changes.isEmpty, !previous.1 {

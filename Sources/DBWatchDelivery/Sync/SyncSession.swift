@@ -202,7 +202,7 @@ package final class SyncSession: Sendable {
                 guard frame === Frame.syncWake else { return try await write(frame) }
                 for message in compose() {
                     try await write(message)
-                    live.counters.wrote(message, connectedAt: client.connectedAt)
+                    live.counters.wrote(message, since: client.connectedAt)
                 }
             }
         } catch  where client.finishReason == .disconnected {
@@ -502,14 +502,17 @@ package final class SyncSession: Sendable {
         }
         guard !changed.isEmpty else { return nil }
         var entries: [(key: String, value: [UInt8])] = []
-        // The earliest position of a value that is news of a commit (not a
-        // first value): where the batch's commit-to-socket latency starts.
-        var earliestNews: UInt64?
+        // The earliest commit that a value the client held changed with:
+        // where the batch's commit-to-socket latency starts (a snapshot of
+        // a new subscription is no commit's news).
+        var earliestNews: ContinuousClock.Instant?
         for subscription in changed.sorted(by: { $0.id < $1.id }) {
             guard let current = subscription.view.current else { continue }
             if let entry = entry(for: subscription, view: subscription.view, current: current) {
                 entries.append((subscription.id, entry))
-                if case .value = subscription.held { earliestNews = min(earliestNews ?? .max, current.position) }
+                if case .value = subscription.held, let committedAt = current.committedAt {
+                    earliestNews = min(earliestNews ?? committedAt, committedAt)
+                }
             }
             subscription.held = .value(at: current.position)
         }
@@ -519,9 +522,7 @@ package final class SyncSession: Sendable {
             ("type", SyncJSON.string("batch")), ("position", SyncJSON.string("\(epoch)/\(target)")),
             ("changes", SyncJSON.object(entries)),
         ])
-        return .sync(
-            "batch", json: json, for: client.transport,
-            committedAt: earliestNews.flatMap { live.database.commitInstant(at: $0) })
+        return .sync("batch", json: json, for: client.transport, committedAt: earliestNews)
     }
 
     /// What one subscription receives in a batch; `nil` when the client
