@@ -144,6 +144,7 @@ extension ScenarioRun {
                 (scrapedIdle.reduce(0) { $0 + $1.cpu } - unscrapedCPU) / Double(scrapes))
             results.add("metrics phases \(clients): idle, server CPU without scrapes, ms/s", unscrapedCPU / 40)
         }
+        try await measureScrapeBacklog(server: server, writer: writer, recorder: recorder, control: control)
         await closeClients(channels)
         // Pairs: (0, 1), (2, 3), ...: each a scraped and an unscraped phase.
         for pair in stride(from: 0, to: measured.count - 1, by: 2) {
@@ -159,6 +160,33 @@ extension ScenarioRun {
 }
 
 extension ScenarioRun {
+    /// What a scrape costs with values to record: the server's thread CPU
+    /// (exact) of one scrape after `--writes` fan-outs without one, against
+    /// scrapes with nothing new; per value written to a client since the
+    /// last scrape (each one timer record of the commit-to-socket latency).
+    func measureScrapeBacklog(
+        server: ServerProcess, writer: ExternalWriter, recorder: Recorder, control: HTTPControl
+    ) async throws {
+        func scrapeCPU() async throws -> Double {
+            let start = server.threadCPUNanoseconds
+            _ = try await control.request(.GET, "/metrics")
+            return Double(server.threadCPUNanoseconds - start)
+        }
+        var empty: [Double] = []
+        for _ in 0..<20 { empty.append(try await scrapeCPU()) }
+        let nothingNew = empty.sorted()[empty.count / 2]
+        results.add("metrics phases \(clients): scrape with nothing new, thread CPU, µs", nothingNew / 1e3)
+        for round in 0..<3 {
+            try await measureServeFanOut(
+                label: "metrics phases \(clients) backlog", recorder: recorder, server: server, writer: writer,
+                after: 1_000_000 + round * (options.writes + 2))
+            let values = Double((options.writes + 2) * clients)
+            let backlog = try await scrapeCPU()
+            results.add(
+                "metrics phases \(clients): scrape's CPU per value to record, ns", (backlog - nothingNew) / values)
+        }
+    }
+
     /// `clients` clients of `server`'s board, connected, then half a second
     /// for the server to settle.
     func connectBoardClients(
